@@ -1,0 +1,314 @@
+//! Edge 2: one commit per run, through the Delta log's atomic put-if-absent.
+//!
+//! The commit holds a `remove` for every input file (`dataChange=false`, with its partition
+//! values, size, tags and deletion vector) and an `add` for every written file
+//! (`dataChange=false`, with stats), preceded by a `commitInfo` naming the operation
+//! `OPTIMIZE` with Spark's parameter and metric names (PROTOCOL.md "Commit Provenance
+//! Information"; Delta Spark `OptimizeTableCommand`).
+//!
+//! # Why not deltalake's `CommitBuilder`
+//! Its protocol check, compiled without the `datafusion` feature, refuses tables with
+//! column mapping, invariants, CHECK constraints, change data feed or generated columns, and
+//! every build refuses identity columns, although OPTIMIZE (which changes no data) is safe on
+//! all of them. So this module serializes deltalake's own `Action` types and writes them with
+//! deltalake's [`LogStore::write_commit_entry`] (the atomic put-if-absent of each store), and
+//! checks conflicts itself.
+//!
+//! # Conflicts (Delta Spark's rules for a `dataChange=false` rewrite at snapshot isolation)
+//! When version `v` already exists, every commit between the read version and the latest is
+//! read and the run aborts if one of them:
+//! 1. removes, or re-adds (a new deletion vector), a file this run rewrote;
+//! 2. changes the table's `metaData` or `protocol`.
+//!
+//! Anything else (appends, transactions, domain metadata, removes of other files) does not
+//! conflict, and the commit is retried at the next version, up to [`MAX_COMMIT_ATTEMPTS`].
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::Utc;
+use deltalake::kernel::transaction::TransactionError;
+use deltalake::kernel::{Action, Add, CommitInfo, IsolationLevel, Remove};
+use deltalake::logstore::{CommitOrBytes, LogStore};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::rewrite::BinOutcome;
+use crate::table::TableView;
+
+/// How many versions a run tries before it gives up on a busy table.
+pub const MAX_COMMIT_ATTEMPTS: usize = 100;
+
+/// The `engineInfo` written into each commit.
+pub const ENGINE_INFO: &str = concat!("delta-layout/", env!("CARGO_PKG_VERSION"));
+
+/// File-size metrics of a run, as Spark names them in `operationMetrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FileSizeMetrics {
+    /// Files removed.
+    pub num_removed_files: u64,
+    /// Bytes removed.
+    pub num_removed_bytes: u64,
+    /// Files added.
+    pub num_added_files: u64,
+    /// Bytes added.
+    pub num_added_bytes: u64,
+    /// Deletion vectors removed with their files.
+    pub num_deletion_vectors_removed: u64,
+    /// Smallest added file, bytes (0 when none).
+    pub min_file_size: u64,
+    /// 25th percentile (nearest rank) of added file sizes, bytes.
+    pub p25_file_size: u64,
+    /// Median added file size, bytes.
+    pub p50_file_size: u64,
+    /// 75th percentile added file size, bytes.
+    pub p75_file_size: u64,
+    /// Largest added file, bytes.
+    pub max_file_size: u64,
+}
+
+impl FileSizeMetrics {
+    /// Computes the metrics of a run from its outcomes.
+    #[must_use]
+    pub fn compute(table: &TableView, outcomes: &[BinOutcome]) -> Self {
+        let mut sizes: Vec<u64> = outcomes
+            .iter()
+            .flat_map(|o| o.written.iter().map(|w| w.size_bytes))
+            .collect();
+        sizes.sort_unstable();
+        let rank = |p: usize| -> u64 {
+            if sizes.is_empty() {
+                return 0;
+            }
+            let index = (p * sizes.len()).div_ceil(100).max(1) - 1;
+            sizes[index.min(sizes.len() - 1)]
+        };
+        let inputs = outcomes.iter().flat_map(|o| o.input_files.iter());
+        let mut metrics = Self {
+            num_added_files: sizes.len() as u64,
+            num_added_bytes: sizes.iter().sum(),
+            min_file_size: sizes.first().copied().unwrap_or(0),
+            p25_file_size: rank(25),
+            p50_file_size: rank(50),
+            p75_file_size: rank(75),
+            max_file_size: sizes.last().copied().unwrap_or(0),
+            ..Self::default()
+        };
+        for &i in inputs {
+            let file = &table.files[i];
+            metrics.num_removed_files += 1;
+            metrics.num_removed_bytes += file.size_bytes;
+            metrics.num_deletion_vectors_removed += u64::from(file.deletion_vector.is_some());
+        }
+        metrics
+    }
+
+    fn to_operation_metrics(self) -> Value {
+        let pairs = [
+            ("numRemovedFiles", self.num_removed_files),
+            ("numRemovedBytes", self.num_removed_bytes),
+            ("numAddedFiles", self.num_added_files),
+            ("numAddedBytes", self.num_added_bytes),
+            ("numDeletionVectorsRemoved", self.num_deletion_vectors_removed),
+            ("minFileSize", self.min_file_size),
+            ("p25FileSize", self.p25_file_size),
+            ("p50FileSize", self.p50_file_size),
+            ("p75FileSize", self.p75_file_size),
+            ("maxFileSize", self.max_file_size),
+        ];
+        Value::Object(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), Value::String(v.to_string())))
+                .collect(),
+        )
+    }
+}
+
+/// Builds the actions of the commit: `commitInfo`, then a `remove` per input file and an
+/// `add` per written file, in bin order.
+///
+/// # Errors
+/// [`Error::Internal`] when a size does not fit the log's signed 64-bit integers.
+pub fn actions(
+    table: &TableView,
+    plan: &Plan,
+    outcomes: &[BinOutcome],
+    z_order_by: &[String],
+) -> Result<Vec<Action>> {
+    let now = Utc::now().timestamp_millis();
+    let metrics = FileSizeMetrics::compute(table, outcomes);
+    let predicate = match &plan.predicate {
+        Some(p) => serde_json::to_string(&[p]).unwrap_or_default(),
+        None => "[]".to_string(),
+    };
+    let mut info = HashMap::new();
+    info.insert("operationMetrics".to_string(), metrics.to_operation_metrics());
+    let commit_info = CommitInfo {
+        timestamp: Some(now),
+        operation: Some("OPTIMIZE".to_string()),
+        operation_parameters: Some(HashMap::from([
+            ("predicate".to_string(), Value::String(predicate)),
+            (
+                "zOrderBy".to_string(),
+                Value::String(serde_json::to_string(z_order_by).unwrap_or_default()),
+            ),
+            ("auto".to_string(), Value::String("false".to_string())),
+            (
+                "targetSize".to_string(),
+                Value::String(plan.target_file_bytes.to_string()),
+            ),
+        ])),
+        read_version: Some(table.version),
+        isolation_level: Some(IsolationLevel::SnapshotIsolation),
+        is_blind_append: Some(false),
+        engine_info: Some(ENGINE_INFO.to_string()),
+        info,
+        ..CommitInfo::default()
+    };
+    let mut out = vec![Action::CommitInfo(commit_info)];
+    for outcome in outcomes {
+        let Some(&first) = outcome.input_files.first() else {
+            continue;
+        };
+        let partition_values = table.files[first].add.partition_values.clone();
+        for &i in &outcome.input_files {
+            let add = &table.files[i].add;
+            out.push(Action::Remove(Remove {
+                path: add.path.clone(),
+                data_change: false,
+                deletion_timestamp: Some(now),
+                extended_file_metadata: Some(true),
+                partition_values: Some(add.partition_values.clone()),
+                size: Some(add.size),
+                tags: add.tags.clone(),
+                deletion_vector: add.deletion_vector.clone(),
+                base_row_id: add.base_row_id,
+                default_row_commit_version: add.default_row_commit_version,
+            }));
+        }
+        for written in &outcome.written {
+            out.push(Action::Add(Add {
+                path: written.path.clone(),
+                partition_values: partition_values.clone(),
+                size: i64::try_from(written.size_bytes)
+                    .map_err(|_| Error::Internal("file size over i64".into()))?,
+                modification_time: now,
+                data_change: false,
+                stats: Some(written.stats_json.clone()),
+                tags: None,
+                deletion_vector: None,
+                base_row_id: None,
+                default_row_commit_version: None,
+                clustering_provider: None,
+            }));
+        }
+    }
+    Ok(out)
+}
+
+/// Serializes `actions` as a commit file (one JSON object per line).
+fn commit_bytes(actions: &[Action]) -> Result<bytes::Bytes> {
+    let mut lines = Vec::with_capacity(actions.len());
+    for action in actions {
+        lines.push(serde_json::to_string(action).map_err(|source| Error::Json {
+            context: "serializing the commit".into(),
+            source,
+        })?);
+    }
+    Ok(bytes::Bytes::from(lines.join("\n")))
+}
+
+/// Writes `actions` as the next version after `table.version`, checking each newer version
+/// for conflicts. Returns the committed version.
+///
+/// # Errors
+/// * [`Error::ConcurrentModification`] when a newer commit conflicts (see the module docs),
+///   or after [`MAX_COMMIT_ATTEMPTS`] versions.
+/// * [`Error::Delta`] when the log cannot be written or read.
+pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
+    let bytes = commit_bytes(actions)?;
+    let rewritten: HashSet<&str> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Remove(r) => Some(r.path.as_str()),
+            _ => None,
+        })
+        .collect();
+    let log_store = table.log_store.as_ref();
+    let operation_id = uuid::Uuid::new_v4();
+    let mut version = table.version + 1;
+    for _ in 0..MAX_COMMIT_ATTEMPTS {
+        match log_store
+            .write_commit_entry(version, CommitOrBytes::LogBytes(bytes.clone()), operation_id)
+            .await
+        {
+            Ok(()) => return Ok(version),
+            Err(TransactionError::VersionAlreadyExists(_)) => {
+                check_winning_commit(table, log_store, version, &rewritten).await?;
+                version += 1;
+            }
+            Err(e) => {
+                return Err(Error::delta(
+                    format!("committing version {version}"),
+                    e.into(),
+                ));
+            }
+        }
+    }
+    Err(Error::ConcurrentModification {
+        table: table.display_location(),
+        read_version: table.version,
+        winning_version: version - 1,
+        reason: format!("was one of {MAX_COMMIT_ATTEMPTS} newer commits, too many to retry"),
+    })
+}
+
+async fn check_winning_commit(
+    table: &TableView,
+    log_store: &dyn LogStore,
+    version: u64,
+    rewritten: &HashSet<&str>,
+) -> Result<()> {
+    let bytes = log_store
+        .read_commit_entry(version)
+        .await
+        .map_err(|e| Error::delta(format!("reading the winning commit {version}"), e))?
+        .ok_or_else(|| Error::Internal(format!("version {version} exists but cannot be read")))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let conflict = |reason: String| Error::ConcurrentModification {
+        table: table.display_location(),
+        read_version: table.version,
+        winning_version: version,
+        reason,
+    };
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let action: Value = serde_json::from_str(line).map_err(|source| Error::Json {
+            context: format!("reading commit {version}"),
+            source,
+        })?;
+        if action.get("metaData").is_some() {
+            return Err(conflict("changed the table metadata".into()));
+        }
+        if action.get("protocol").is_some() {
+            return Err(conflict("changed the table protocol".into()));
+        }
+        for kind in ["remove", "add"] {
+            let Some(path) = action
+                .get(kind)
+                .and_then(|a| a.get("path"))
+                .and_then(Value::as_str)
+            else {
+                continue;
+            };
+            let decoded = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+            if rewritten.contains(decoded.as_ref()) {
+                let verb = if kind == "remove" { "removed" } else { "re-added" };
+                return Err(conflict(format!(
+                    "{verb} data file '{decoded}', which this run rewrote"
+                )));
+            }
+        }
+    }
+    Ok(())
+}

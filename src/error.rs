@@ -1,0 +1,192 @@
+//! The library's error type, grouped by who must act on it.
+//!
+//! * **Bad input** (the user fixes the command line): [`Error::InvalidOption`],
+//!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`].
+//! * **Table state** (the user or another writer changed or owns the table):
+//!   [`Error::NotADeltaTable`], [`Error::UnsupportedFeatures`],
+//!   [`Error::ConcurrentModification`], [`Error::DataFile`].
+//! * **I/O and formats** (storage or a library below us failed): [`Error::Delta`],
+//!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`].
+//! * **[`Error::Internal`]**: a bug in delta-layout.
+//!
+//! Messages are lowercase, carry no trailing period, and never repeat the text of their
+//! `#[source]`: print the chain (`{:#}` with anyhow) to see it.
+
+use deltalake::arrow::error::ArrowError;
+use deltalake::parquet::errors::ParquetError;
+use deltalake::{DeltaTableError, ObjectStoreError};
+
+/// Shorthand for `std::result::Result<T, delta_layout::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in delta-layout.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    // ---- bad input -------------------------------------------------------------------
+    /// An option has a value that cannot be used (a size that does not parse, a ratio
+    /// outside `[0, 1]`, ...). `option` is the flag or setting name, e.g. `--target-size`.
+    #[error("invalid value for {option}: {message}")]
+    InvalidOption {
+        /// The option at fault, as the user spelled it (`--target-size`, `delta.targetFileSize`).
+        option: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A column named by the user does not exist where it was looked up, or is not allowed
+    /// there (for example a data column in `--where`, which only takes partition columns).
+    #[error("column '{column}' {message}")]
+    UnknownColumn {
+        /// The column as the user wrote it.
+        column: String,
+        /// Why it was rejected, e.g. "is not a partition column of the table".
+        message: String,
+    },
+    /// A predicate (`--where`) does not parse or does not type-check.
+    #[error("invalid predicate '{predicate}': {message}")]
+    InvalidPredicate {
+        /// The predicate text.
+        predicate: String,
+        /// What is wrong, with the position when known.
+        message: String,
+    },
+
+    // ---- table state -----------------------------------------------------------------
+    /// The location holds no readable Delta table (no `_delta_log`, or an unreadable log).
+    #[error("'{table}' is not a readable Delta table")]
+    NotADeltaTable {
+        /// The table location as given.
+        table: String,
+        /// What deltalake reported.
+        #[source]
+        source: DeltaTableError,
+    },
+    /// The table uses protocol features this tool cannot rewrite safely. Nothing was written.
+    #[error(
+        "table '{table}' uses table features that delta-layout does not support: {}; \
+         nothing was written",
+        features.join(", ")
+    )]
+    UnsupportedFeatures {
+        /// The table location.
+        table: String,
+        /// Each unsupported feature (reader or writer), as named in the protocol.
+        features: Vec<String>,
+    },
+    /// Another writer committed a change that conflicts with this run (for example it removed
+    /// one of the files this run rewrote). The files this run wrote were deleted; the table is
+    /// as that writer left it.
+    #[error(
+        "concurrent modification: version {winning_version} of '{table}' {reason}; \
+         this run read version {read_version}, committed nothing and deleted the files it wrote"
+    )]
+    ConcurrentModification {
+        /// The table location.
+        table: String,
+        /// The version this run read.
+        read_version: u64,
+        /// The version that conflicts.
+        winning_version: u64,
+        /// What the winning commit did, e.g. "removed file 'part-0001.parquet'".
+        reason: String,
+    },
+    /// A data file of the table is missing, unreadable, or does not match its log entry.
+    #[error("data file '{path}' {message}")]
+    DataFile {
+        /// The file's path relative to the table root (as in the `add` action, decoded).
+        path: String,
+        /// What is wrong with it.
+        message: String,
+        /// The underlying failure, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+
+    // ---- I/O and formats ---------------------------------------------------------------
+    /// The deltalake crate failed while `context` was being done.
+    #[error("delta log operation failed while {context}")]
+    Delta {
+        /// What delta-layout was doing, e.g. "committing version 12".
+        context: String,
+        /// The deltalake error.
+        #[source]
+        source: DeltaTableError,
+    },
+    /// The object store failed on `path`.
+    #[error("storage operation failed on '{path}'")]
+    ObjectStore {
+        /// The object path.
+        path: String,
+        /// The object store error.
+        #[source]
+        source: ObjectStoreError,
+    },
+    /// Writing or reading Parquet failed on `path`.
+    #[error("parquet error on '{path}'")]
+    Parquet {
+        /// The data file.
+        path: String,
+        /// The parquet error.
+        #[source]
+        source: ParquetError,
+    },
+    /// An Arrow computation failed while `context` was being done.
+    #[error("arrow error while {context}")]
+    Arrow {
+        /// What was being done.
+        context: String,
+        /// The arrow error.
+        #[source]
+        source: ArrowError,
+    },
+    /// JSON (stats, log entries) could not be read or written.
+    #[error("json error while {context}")]
+    Json {
+        /// What was being done.
+        context: String,
+        /// The serde_json error.
+        #[source]
+        source: serde_json::Error,
+    },
+
+    // ---- bugs ----------------------------------------------------------------------------
+    /// An invariant of delta-layout itself was broken. This is likely caused by a bug:
+    /// please report it with the command line that produced it.
+    #[error("internal error (likely a bug in delta-layout): {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Builds an [`Error::InvalidOption`] for `option`.
+    pub fn invalid_option(option: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::InvalidOption {
+            option: option.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Builds an [`Error::DataFile`] without a source.
+    pub fn data_file(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::DataFile {
+            path: path.into(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Builds an [`Error::Delta`] for `context`.
+    pub fn delta(context: impl Into<String>, source: DeltaTableError) -> Self {
+        Error::Delta {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Builds an [`Error::Arrow`] for `context`.
+    pub fn arrow(context: impl Into<String>, source: ArrowError) -> Self {
+        Error::Arrow {
+            context: context.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! delta-layout optimizes the physical layout of Delta Lake tables.
+//!
+//! # Pipeline
+//! ```text
+//!  table::TableView::load      plan::plan            rewrite::execute         commit::commit
+//!  ┌──────────────────┐   ┌───────────────────┐   ┌────────────────────┐   ┌─────────────────┐
+//!  │ snapshot + stats │──>│ bins per partition│──>│ read, drop deleted │──>│ remove + add,   │
+//!  │ (deltalake, I/O) │   │ (pure)            │   │ rows, write, stats │   │ dataChange=false│
+//!  └──────────────────┘   └───────────────────┘   │ (rayon pool)       │   │ (log store, I/O)│
+//!                                                 └────────────────────┘   └─────────────────┘
+//! ```
+//! [`optimize::optimize`] runs the whole job; [`inspect::inspect`] reports on a table from
+//! its log. The log is read and written through the `deltalake` crate; data through `arrow`
+//! and `parquet` (the versions deltalake uses, re-exported by it).
+//!
+//! # Example
+//! ```no_run
+//! # async fn run() -> Result<(), delta_layout::Error> {
+//! use std::sync::Arc;
+//! use delta_layout::optimize::{optimize, OptimizeOptions};
+//! use delta_layout::plan::PlanOptions;
+//! use delta_layout::progress::NoProgress;
+//!
+//! let options = OptimizeOptions::default()
+//!     .with_plan(PlanOptions::default().with_target_file_bytes(Some(128 << 20)));
+//! let outcome = optimize("/data/events", &options, Arc::new(NoProgress)).await?;
+//! println!("{} files -> {} files", outcome.files_removed, outcome.files_added);
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod commit;
+pub mod error;
+pub mod inspect;
+pub mod optimize;
+pub mod plan;
+pub mod predicate;
+pub mod progress;
+pub mod rewrite;
+pub mod size;
+pub mod table;
+
+pub use error::{Error, Result};

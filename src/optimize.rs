@@ -1,0 +1,285 @@
+//! The `optimize` job: load -> gate -> plan -> rewrite -> commit, end to end.
+//!
+//! ```text
+//!   TableView::load ──> ProtocolInfo::check_writable ──> plan::plan ──> rewrite::execute ──> commit
+//!     (async I/O)            (pure)                        (pure)        (rayon pool)       (async I/O)
+//! ```
+//! A failure anywhere before the commit deletes the files written so far; nothing is
+//! committed unless every bin succeeded.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::commit::{self, FileSizeMetrics};
+use crate::error::{Error, Result};
+use crate::plan::{self, Plan, PlanOptions};
+use crate::progress::Progress;
+use crate::rewrite::{self, BinOutcome, RewriteContext, WrittenFile, read::Reader};
+use crate::table::TableView;
+use crate::table::schema::physical_arrow_schema;
+
+/// Options of the `optimize` job.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct OptimizeOptions {
+    dry_run: bool,
+    plan: PlanOptions,
+    threads: usize,
+}
+
+impl OptimizeOptions {
+    /// The planning options (target size, candidates, `--where`). Defaults to
+    /// [`PlanOptions::default`].
+    #[must_use]
+    pub fn with_plan(mut self, plan: PlanOptions) -> Self {
+        self.plan = plan;
+        self
+    }
+
+    /// Worker threads of the rewrite pool; 0 (the default, [`rewrite::DEFAULT_THREADS`])
+    /// means one per core.
+    #[must_use]
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Plan only: write nothing. Defaults to false.
+    #[must_use]
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct OptimizeOutcome {
+    /// The table version the run read.
+    pub read_version: u64,
+    /// The version it committed; `None` for a dry run or when there was nothing to do.
+    pub version: Option<u64>,
+    /// True for `--dry-run`.
+    pub dry_run: bool,
+    /// Files removed (rewritten).
+    pub files_removed: u64,
+    /// Files added.
+    pub files_added: u64,
+    /// Bytes removed.
+    pub bytes_removed: u64,
+    /// Bytes added.
+    pub bytes_added: u64,
+    /// Rows rewritten (live rows of the removed files, equal to the rows of the added ones).
+    pub rows: u64,
+    /// Partitions with at least one bin.
+    pub partitions: u64,
+    /// Bins rewritten.
+    pub bins: u64,
+    /// Spark-named file-size metrics of the commit.
+    pub metrics: FileSizeMetrics,
+    /// The plan that was executed.
+    pub plan: Plan,
+    /// Wall time of the whole run.
+    #[serde(serialize_with = "serialize_millis", rename = "duration_ms")]
+    pub duration: Duration,
+}
+
+fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Compacts the table at `location` (latest version): [`TableView::load`], the protocol
+/// gate, then [`rewrite`] and [`Rewritten::commit`].
+///
+/// Must be called on a multi-threaded tokio runtime: the rewrite blocks rayon threads on it.
+///
+/// # Errors
+/// Everything [`TableView::load`], [`crate::table::ProtocolInfo::check_writable`],
+/// [`rewrite`] and [`Rewritten::commit`] return. On any error nothing is committed and the
+/// files written so far are deleted.
+pub async fn optimize(
+    location: &str,
+    options: &OptimizeOptions,
+    progress: Arc<dyn Progress>,
+) -> Result<OptimizeOutcome> {
+    let started = Instant::now();
+    let table = TableView::load(location, None).await?;
+    let rewritten = rewrite(table, options, progress).await?;
+    let mut outcome = rewritten.commit().await?;
+    outcome.duration = started.elapsed();
+    Ok(outcome)
+}
+
+/// The data files of a run are written, the commit is not yet made.
+///
+/// Dropping it without [`Rewritten::commit`] or [`Rewritten::abort`] leaves the written files
+/// behind as orphans (invisible to readers, removable by VACUUM).
+pub struct Rewritten {
+    table: TableView,
+    outcome: OptimizeOutcome,
+    outcomes: Vec<BinOutcome>,
+    reader: Reader,
+    started: Instant,
+}
+
+impl Rewritten {
+    /// The outcome so far (no version yet).
+    #[must_use]
+    pub fn outcome(&self) -> &OptimizeOutcome {
+        &self.outcome
+    }
+
+    /// Paths (relative to the table root) of the files written.
+    #[must_use]
+    pub fn written_paths(&self) -> Vec<String> {
+        self.outcomes
+            .iter()
+            .flat_map(|o| o.written.iter().map(|w| w.path.clone()))
+            .collect()
+    }
+
+    /// Commits the rewrite (see [`commit::commit`] for the conflict rules). With nothing
+    /// written (dry run, nothing to do) it commits nothing.
+    ///
+    /// # Errors
+    /// [`Error::ConcurrentModification`] or [`Error::Delta`] from [`commit::commit`]; the
+    /// written files are deleted first.
+    pub async fn commit(self) -> Result<OptimizeOutcome> {
+        let Self {
+            table,
+            mut outcome,
+            outcomes,
+            reader,
+            started,
+        } = self;
+        if outcome.dry_run || outcomes.is_empty() {
+            outcome.duration = started.elapsed();
+            return Ok(outcome);
+        }
+        let actions = commit::actions(&table, &outcome.plan, &outcomes, &[])?;
+        let version = match commit::commit(&table, &actions).await {
+            Ok(version) => version,
+            Err(e) => {
+                let written: Vec<WrittenFile> =
+                    outcomes.iter().flat_map(|o| o.written.clone()).collect();
+                delete_written(reader, written).await?;
+                return Err(e);
+            }
+        };
+        outcome.metrics = FileSizeMetrics::compute(&table, &outcomes);
+        outcome.version = Some(version);
+        outcome.files_added = outcome.metrics.num_added_files;
+        outcome.bytes_added = outcome.metrics.num_added_bytes;
+        outcome.rows = outcomes.iter().map(|o| o.rows).sum();
+        outcome.duration = started.elapsed();
+        Ok(outcome)
+    }
+
+    /// Deletes the written files without committing.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] if the cleanup task cannot run.
+    pub async fn abort(self) -> Result<()> {
+        let written: Vec<WrittenFile> = self
+            .outcomes
+            .iter()
+            .flat_map(|o| o.written.clone())
+            .collect();
+        delete_written(self.reader, written).await
+    }
+}
+
+async fn delete_written(reader: Reader, written: Vec<WrittenFile>) -> Result<()> {
+    tokio::task::spawn_blocking(move || {
+        rewrite::delete_files(&reader.store, &reader.runtime, &written);
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("the cleanup task failed: {e}")))
+}
+
+/// Checks the protocol, plans, and writes the new files of a compaction of `table`, without
+/// committing. Must be called on a multi-threaded tokio runtime.
+///
+/// # Errors
+/// [`Error::UnsupportedFeatures`], everything [`plan::plan`] returns, and the first bin error
+/// of the rewrite ([`Error::DataFile`] for a missing or corrupt input), after deleting every
+/// file the run wrote.
+pub async fn rewrite(
+    table: TableView,
+    options: &OptimizeOptions,
+    progress: Arc<dyn Progress>,
+) -> Result<Rewritten> {
+    let started = Instant::now();
+    table.protocol.check_writable(&table.display_location())?;
+    let plan = plan::plan(&table, &options.plan)?;
+    let outcome = OptimizeOutcome {
+        read_version: table.version,
+        version: None,
+        dry_run: options.dry_run,
+        files_removed: plan.num_input_files() as u64,
+        files_added: 0,
+        bytes_removed: plan.input_bytes(),
+        bytes_added: 0,
+        rows: plan.bins().filter_map(|b| b.input_rows).sum(),
+        partitions: plan.partitions.len() as u64,
+        bins: plan.bins().count() as u64,
+        metrics: FileSizeMetrics::default(),
+        plan,
+        duration: Duration::ZERO,
+    };
+    let target_schema = Arc::new(physical_arrow_schema(
+        &table.schema,
+        table.column_mapping,
+        &table.partition_columns,
+    )?);
+    let engine = table.log_store.engine(None);
+    let reader = Reader {
+        store: table.log_store.object_store(None),
+        runtime: tokio::runtime::Handle::current(),
+        storage: engine.storage_handler(),
+        table_url: table.location.clone(),
+        target_schema,
+        column_mapping: table.column_mapping,
+    };
+    if options.dry_run || outcome.plan.is_empty() {
+        return Ok(Rewritten {
+            table,
+            outcome,
+            outcomes: Vec::new(),
+            reader,
+            started,
+        });
+    }
+    let context = RewriteContext {
+        leaves: rewrite::stats::indexed_columns(&table)?,
+        with_tight_bounds: table
+            .protocol
+            .effective_features()
+            .iter()
+            .any(|f| f == "deletionVectors"),
+        threads: options.threads,
+        reader,
+    };
+    progress.start(
+        usize::try_from(outcome.bins).unwrap_or(usize::MAX),
+        outcome.bytes_removed,
+    );
+    let plan = outcome.plan.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let result = rewrite::execute(&table, &plan, &context, progress.as_ref());
+        progress.finish();
+        (table, context, result)
+    });
+    let (table, context, result) = task
+        .await
+        .map_err(|e| Error::Internal(format!("the rewrite task failed: {e}")))?;
+    Ok(Rewritten {
+        table,
+        outcome,
+        outcomes: result?,
+        reader: context.reader,
+        started,
+    })
+}

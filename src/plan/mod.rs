@@ -1,0 +1,522 @@
+//! The pure planning stage: which files to rewrite, grouped into bins. No I/O, no async.
+//!
+//! [`plan`] takes a [`TableView`] and [`PlanOptions`] and returns a [`Plan`]: for each
+//! partition (the full tuple of partition values, nulls included) selected by `--where`, the
+//! bins of candidate files to compact. Execution (`rewrite`) consumes the plan; `--dry-run`
+//! prints it through its `Display` form.
+//!
+//! Candidates (Databricks OPTIMIZE semantics): files smaller than the minimum file size, and
+//! files whose deletion vector deletes more than the maximum deleted ratio of their rows.
+
+pub mod binpack;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use deltalake::kernel::DataType;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::predicate::Predicate;
+use crate::size::format_size;
+use crate::table::{PROP_TARGET_FILE_SIZE, TableView};
+
+/// Default share of the target size under which a file is a compaction candidate (3/4,
+/// Databricks' `spark.databricks.delta.optimize.minFileSize` relative to the target).
+pub const DEFAULT_MIN_FILE_SIZE_RATIO: f64 = 0.75;
+/// Default maximum share of deleted rows a file may carry before it is rewritten (0.05,
+/// Databricks' `spark.databricks.delta.optimize.maxDeletedRowsRatio`).
+pub const DEFAULT_MAX_DELETED_RATIO: f64 = 0.05;
+/// Autotuned target below [`AUTOTUNE_SMALL_TABLE_BYTES`] of data: 256 MiB.
+pub const AUTOTUNE_MIN_TARGET_BYTES: u64 = 256 << 20;
+/// Autotuned target at and above [`AUTOTUNE_LARGE_TABLE_BYTES`] of data: 1 GiB.
+pub const AUTOTUNE_MAX_TARGET_BYTES: u64 = 1 << 30;
+/// Table size (2.56 TB) up to which the autotuned target stays at its minimum.
+pub const AUTOTUNE_SMALL_TABLE_BYTES: u64 = 2_560_000_000_000;
+/// Table size (10 TB) from which the autotuned target is at its maximum.
+pub const AUTOTUNE_LARGE_TABLE_BYTES: u64 = 10_000_000_000_000;
+
+/// Options of the planning stage. Build with [`PlanOptions::default`] and the `with_*`
+/// setters; [`PlanOptions::validate`] checks them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PlanOptions {
+    max_deleted_ratio: f64,
+    min_file_bytes: Option<u64>,
+    predicate: Option<String>,
+    target_file_bytes: Option<u64>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        Self {
+            max_deleted_ratio: DEFAULT_MAX_DELETED_RATIO,
+            min_file_bytes: None,
+            predicate: None,
+            target_file_bytes: None,
+        }
+    }
+}
+
+impl PlanOptions {
+    /// The target output file size in bytes. Defaults to the table property
+    /// `delta.targetFileSize`, else [`autotuned_target_bytes`] of the table size.
+    #[must_use]
+    pub fn with_target_file_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.target_file_bytes = bytes;
+        self
+    }
+
+    /// Files smaller than this many bytes are candidates. Defaults to
+    /// [`DEFAULT_MIN_FILE_SIZE_RATIO`] (3/4) of the target size.
+    #[must_use]
+    pub fn with_min_file_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.min_file_bytes = bytes;
+        self
+    }
+
+    /// Files whose deletion vector deletes more than this share of their rows are
+    /// candidates whatever their size. Defaults to [`DEFAULT_MAX_DELETED_RATIO`] (0.05).
+    #[must_use]
+    pub fn with_max_deleted_ratio(mut self, ratio: f64) -> Self {
+        self.max_deleted_ratio = ratio;
+        self
+    }
+
+    /// A predicate over partition columns (see [`crate::predicate`]) selecting the partitions
+    /// to compact. Defaults to every partition.
+    #[must_use]
+    pub fn with_predicate(mut self, predicate: Option<String>) -> Self {
+        self.predicate = predicate;
+        self
+    }
+
+    /// Checks the options on their own.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the flag: a zero target size, a ratio outside
+    /// `[0, 1]`.
+    pub fn validate(&self) -> Result<()> {
+        if self.target_file_bytes == Some(0) {
+            return Err(Error::invalid_option("--target-size", "must be greater than 0"));
+        }
+        if !(0.0..=1.0).contains(&self.max_deleted_ratio) {
+            return Err(Error::invalid_option(
+                "--max-deleted-ratio",
+                format!("{} is not between 0 and 1", self.max_deleted_ratio),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where the target file size came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetSource {
+    /// `--target-size`.
+    Option,
+    /// The table property `delta.targetFileSize`.
+    TableProperty,
+    /// Autotuned from the table size.
+    Autotuned,
+}
+
+/// The Databricks autotuned target file size for a table of `table_bytes` bytes: 256 MiB up
+/// to 2.56 TB, rising linearly to 1 GiB at 10 TB, 1 GiB above.
+///
+/// Source: Databricks documentation, "Configure Delta Lake to control data file size"
+/// (autotune file size based on table size).
+#[must_use]
+pub fn autotuned_target_bytes(table_bytes: u64) -> u64 {
+    if table_bytes <= AUTOTUNE_SMALL_TABLE_BYTES {
+        return AUTOTUNE_MIN_TARGET_BYTES;
+    }
+    if table_bytes >= AUTOTUNE_LARGE_TABLE_BYTES {
+        return AUTOTUNE_MAX_TARGET_BYTES;
+    }
+    let span = u128::from(AUTOTUNE_LARGE_TABLE_BYTES - AUTOTUNE_SMALL_TABLE_BYTES);
+    let step = u128::from(AUTOTUNE_MAX_TARGET_BYTES - AUTOTUNE_MIN_TARGET_BYTES);
+    let above = u128::from(table_bytes - AUTOTUNE_SMALL_TABLE_BYTES);
+    let extra = u64::try_from(step * above / span).unwrap_or(0);
+    AUTOTUNE_MIN_TARGET_BYTES + extra
+}
+
+/// One group of input files rewritten together into files of about the target size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bin {
+    /// The bin's number, unique in the plan; output files are named after it.
+    pub id: usize,
+    /// Indices into [`TableView::files`], in log order.
+    pub files: Vec<usize>,
+    /// Sum of the input files' sizes, bytes.
+    pub input_bytes: u64,
+    /// Live rows of the input (numRecords minus deleted rows), when every file has stats.
+    pub input_rows: Option<u64>,
+    /// How many input files carry a deletion vector.
+    pub num_deletion_vectors: usize,
+    /// Expected output files: the live share of the input bytes over the target, at least 1.
+    pub expected_output_files: u64,
+}
+
+/// The bins of one partition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartitionPlan {
+    /// Partition values parallel to [`TableView::partition_columns`]; empty when unpartitioned.
+    pub values: Vec<Option<String>>,
+    /// Display form, e.g. `date=2024-01-01/region=null`, or `(table)` when unpartitioned.
+    pub display: String,
+    /// The bins, in order of their first file.
+    pub bins: Vec<Bin>,
+}
+
+/// What a run will rewrite. Produced by [`plan`], consumed by the rewrite stage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// The table version the plan was made from.
+    pub table_version: u64,
+    /// Target output file size, bytes.
+    pub target_file_bytes: u64,
+    /// Where the target came from.
+    pub target_source: TargetSource,
+    /// Files below this many bytes were candidates.
+    pub min_file_bytes: u64,
+    /// Files deleting more than this share of their rows were candidates.
+    pub max_deleted_ratio: f64,
+    /// The `--where` predicate, normalized, if any.
+    pub predicate: Option<String>,
+    /// Partitions selected by the predicate (all when none).
+    pub num_partitions_selected: usize,
+    /// Partitions with at least one bin.
+    pub partitions: Vec<PartitionPlan>,
+}
+
+impl Plan {
+    /// Every bin of the plan, in partition then bin order.
+    pub fn bins(&self) -> impl Iterator<Item = &Bin> {
+        self.partitions.iter().flat_map(|p| p.bins.iter())
+    }
+
+    /// Number of input files to rewrite.
+    #[must_use]
+    pub fn num_input_files(&self) -> usize {
+        self.bins().map(|b| b.files.len()).sum()
+    }
+
+    /// Total input bytes to rewrite.
+    #[must_use]
+    pub fn input_bytes(&self) -> u64 {
+        self.bins().map(|b| b.input_bytes).sum()
+    }
+
+    /// True when there is nothing to do.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.partitions.is_empty()
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "plan for version {}: target file size {} ({}), candidates below {} or over {:.0}% deleted rows",
+            self.table_version,
+            format_size(self.target_file_bytes),
+            match self.target_source {
+                TargetSource::Option => "--target-size",
+                TargetSource::TableProperty => PROP_TARGET_FILE_SIZE,
+                TargetSource::Autotuned => "autotuned",
+            },
+            format_size(self.min_file_bytes),
+            self.max_deleted_ratio * 100.0
+        )?;
+        if let Some(p) = &self.predicate {
+            writeln!(f, "where {p}")?;
+        }
+        if self.is_empty() {
+            return writeln!(
+                f,
+                "nothing to do: no partition of {} selected has files to compact",
+                self.num_partitions_selected
+            );
+        }
+        for partition in &self.partitions {
+            let files: usize = partition.bins.iter().map(|b| b.files.len()).sum();
+            let bytes: u64 = partition.bins.iter().map(|b| b.input_bytes).sum();
+            let outputs: u64 = partition.bins.iter().map(|b| b.expected_output_files).sum();
+            writeln!(
+                f,
+                "  {}: {} bins, {} input files, {}, about {} output files",
+                partition.display,
+                partition.bins.len(),
+                files,
+                format_size(bytes),
+                outputs
+            )?;
+        }
+        writeln!(
+            f,
+            "total: {} bins, {} input files, {}",
+            self.bins().count(),
+            self.num_input_files(),
+            format_size(self.input_bytes())
+        )
+    }
+}
+
+/// Formats partition values as `col=value/col2=null`, `(table)` when unpartitioned.
+#[must_use]
+pub fn display_partition(columns: &[String], values: &[Option<String>]) -> String {
+    if columns.is_empty() {
+        return "(table)".to_string();
+    }
+    columns
+        .iter()
+        .zip(values)
+        .map(|(c, v)| format!("{c}={}", v.as_deref().unwrap_or("null")))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Plans a compaction of `table`.
+///
+/// # Errors
+/// * [`Error::InvalidOption`] from [`PlanOptions::validate`], or for an unusable
+///   `delta.targetFileSize` property.
+/// * [`Error::InvalidPredicate`] when `--where` does not parse or a literal does not fit its
+///   column; [`Error::UnknownColumn`] when it names a column that is not a partition column.
+pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
+    options.validate()?;
+    let (target_file_bytes, target_source) = match options.target_file_bytes {
+        Some(bytes) => (bytes, TargetSource::Option),
+        None => match table.property(PROP_TARGET_FILE_SIZE) {
+            Some(text) => {
+                let bytes = crate::size::parse_size(PROP_TARGET_FILE_SIZE, text)?;
+                if bytes == 0 {
+                    return Err(Error::invalid_option(
+                        PROP_TARGET_FILE_SIZE,
+                        "must be greater than 0",
+                    ));
+                }
+                (bytes, TargetSource::TableProperty)
+            }
+            None => (
+                autotuned_target_bytes(table.totals().bytes),
+                TargetSource::Autotuned,
+            ),
+        },
+    };
+    let min_file_bytes = options.min_file_bytes.unwrap_or_else(|| {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "3/4 of a u64 size, rounded down"
+        )]
+        let min = (target_file_bytes as f64 * DEFAULT_MIN_FILE_SIZE_RATIO) as u64;
+        min
+    });
+
+    let predicate = options
+        .predicate
+        .as_deref()
+        .map(|text| partition_predicate(table, text))
+        .transpose()?;
+
+    let mut groups: BTreeMap<&[Option<String>], Vec<usize>> = BTreeMap::new();
+    for (index, file) in table.files.iter().enumerate() {
+        groups
+            .entry(file.partition_values.as_slice())
+            .or_default()
+            .push(index);
+    }
+
+    let mut num_partitions_selected = 0;
+    let mut partitions = Vec::new();
+    let mut next_bin_id = 0;
+    for (values, indices) in groups {
+        if let Some(predicate) = &predicate {
+            let selected = predicate.evaluate(&|column: &[String]| {
+                let position = table
+                    .partition_columns
+                    .iter()
+                    .position(|c| c == &column[0])
+                    .ok_or_else(|| Error::Internal(format!("column {column:?} not resolved")))?;
+                Ok((partition_type(table, position)?, values[position].as_deref()))
+            })?;
+            if selected != Some(true) {
+                continue;
+            }
+        }
+        num_partitions_selected += 1;
+        let candidates: Vec<(usize, u64)> = indices
+            .iter()
+            .map(|&i| (i, &table.files[i]))
+            .filter(|(_, f)| {
+                f.size_bytes < min_file_bytes || f.deleted_ratio() > options.max_deleted_ratio
+            })
+            .map(|(i, f)| (i, f.size_bytes))
+            .collect();
+        let mut bins = Vec::new();
+        for files in binpack::pack(&candidates, target_file_bytes) {
+            let num_deletion_vectors = files
+                .iter()
+                .filter(|&&i| table.files[i].deletion_vector.is_some())
+                .count();
+            if files.len() == 1 && num_deletion_vectors == 0 {
+                continue;
+            }
+            let input_bytes: u64 = files.iter().map(|&i| table.files[i].size_bytes).sum();
+            let input_rows = files
+                .iter()
+                .map(|&i| table.files[i].num_live_rows())
+                .sum::<Option<u64>>();
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss,
+                reason = "an estimate"
+            )]
+            let live_bytes = files
+                .iter()
+                .map(|&i| {
+                    let f = &table.files[i];
+                    (f.size_bytes as f64 * (1.0 - f.deleted_ratio())) as u64
+                })
+                .sum::<u64>();
+            bins.push(Bin {
+                id: next_bin_id,
+                files,
+                input_bytes,
+                input_rows,
+                num_deletion_vectors,
+                expected_output_files: live_bytes.div_ceil(target_file_bytes).max(1),
+            });
+            next_bin_id += 1;
+        }
+        if !bins.is_empty() {
+            partitions.push(PartitionPlan {
+                values: values.to_vec(),
+                display: display_partition(&table.partition_columns, values),
+                bins,
+            });
+        }
+    }
+    Ok(Plan {
+        table_version: table.version,
+        target_file_bytes,
+        target_source,
+        min_file_bytes,
+        max_deleted_ratio: options.max_deleted_ratio,
+        predicate: predicate.map(|p| p.to_string()),
+        num_partitions_selected,
+        partitions,
+    })
+}
+
+fn partition_type(table: &TableView, position: usize) -> Result<&DataType> {
+    let name = &table.partition_columns[position];
+    table
+        .schema
+        .fields()
+        .find(|f| f.name() == name)
+        .map(|f| f.data_type())
+        .ok_or_else(|| Error::Internal(format!("partition column '{name}' is not in the schema")))
+}
+
+/// Parses `text` and resolves its columns to partition columns (exact name first, then a
+/// unique case-insensitive match, as Spark resolves names).
+fn partition_predicate(table: &TableView, text: &str) -> Result<Predicate> {
+    let mut predicate = Predicate::parse(text)?;
+    let resolve = |column: &[String]| -> Result<String> {
+        let name = column.join(".");
+        if let Some(exact) = table.partition_columns.iter().find(|c| **c == name) {
+            return Ok(exact.clone());
+        }
+        let folded: Vec<&String> = table
+            .partition_columns
+            .iter()
+            .filter(|c| c.eq_ignore_ascii_case(&name))
+            .collect();
+        if let [one] = folded.as_slice() {
+            return Ok((*one).clone());
+        }
+        let known = if table.partition_columns.is_empty() {
+            "the table is not partitioned".to_string()
+        } else {
+            format!("partition columns: {}", table.partition_columns.join(", "))
+        };
+        let is_data_column = table
+            .data_leaf_columns()
+            .iter()
+            .any(|leaf| leaf.display_name().eq_ignore_ascii_case(&name));
+        Err(Error::UnknownColumn {
+            column: name,
+            message: if is_data_column {
+                format!("in --where is not a partition column ({known}); --where selects partitions only")
+            } else {
+                format!("in --where does not exist in the table ({known})")
+            },
+        })
+    };
+    rewrite_columns(&mut predicate, &resolve)?;
+    Ok(predicate)
+}
+
+fn rewrite_columns(
+    predicate: &mut Predicate,
+    resolve: &dyn Fn(&[String]) -> Result<String>,
+) -> Result<()> {
+    match predicate {
+        Predicate::And(a, b) | Predicate::Or(a, b) => {
+            rewrite_columns(a, resolve)?;
+            rewrite_columns(b, resolve)
+        }
+        Predicate::Not(a) => rewrite_columns(a, resolve),
+        Predicate::Compare { column, .. }
+        | Predicate::In { column, .. }
+        | Predicate::IsNull { column, .. }
+        | Predicate::Between { column, .. } => {
+            *column = vec![resolve(column)?];
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn autotune_follows_databricks_curve() {
+        assert_eq!(autotuned_target_bytes(0), 256 << 20);
+        assert_eq!(autotuned_target_bytes(AUTOTUNE_SMALL_TABLE_BYTES), 256 << 20);
+        assert_eq!(autotuned_target_bytes(AUTOTUNE_LARGE_TABLE_BYTES), 1 << 30);
+        assert_eq!(autotuned_target_bytes(u64::MAX), 1 << 30);
+        // Half way between 2.56 TB and 10 TB: half way between 256 MiB and 1 GiB.
+        let mid = (AUTOTUNE_SMALL_TABLE_BYTES + AUTOTUNE_LARGE_TABLE_BYTES) / 2;
+        assert_eq!(autotuned_target_bytes(mid), (256 << 20) + ((768 << 20) / 2));
+    }
+
+    #[test]
+    fn options_are_validated() {
+        assert!(
+            PlanOptions::default()
+                .with_target_file_bytes(Some(0))
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("--target-size")
+        );
+        assert!(
+            PlanOptions::default()
+                .with_max_deleted_ratio(1.5)
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("--max-deleted-ratio")
+        );
+        assert!(PlanOptions::default().validate().is_ok());
+    }
+}

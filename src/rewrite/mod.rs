@@ -1,0 +1,173 @@
+//! The CPU stage: execute a [`Plan`] on an explicit rayon pool.
+//!
+//! Each bin streams its input files one at a time (read, drop deleted rows, align to the
+//! physical schema) into a [`write::RollingWriter`] that uploads files of about the target
+//! size, so a bin holds one input file and one output file in memory at a time. Bins run in
+//! parallel, one per pool thread. The stage returns one [`BinOutcome`] per bin, ordered by
+//! bin id; it never commits. If any bin fails, every file written by every bin is deleted
+//! before the error is returned, so a failed run leaves no stray data files.
+//!
+//! Object-store I/O runs on the tokio runtime whose handle is passed in; rayon threads block
+//! on it (they are never tokio workers).
+
+pub mod read;
+pub mod stats;
+pub mod write;
+
+use std::sync::Arc;
+
+use deltalake::ObjectStore;
+use object_store::ObjectStoreExt as _;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::plan::{Bin, Plan};
+use crate::progress::Progress;
+use crate::table::TableView;
+pub use write::WrittenFile;
+
+/// Default worker threads: 0 means one per available core.
+pub const DEFAULT_THREADS: usize = 0;
+
+/// The result of rewriting one bin.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BinOutcome {
+    /// The bin's id in the plan.
+    pub bin_id: usize,
+    /// Indices of the input files in [`TableView::files`].
+    pub input_files: Vec<usize>,
+    /// Rows read (deleted rows excluded); equal to the rows written.
+    pub rows: u64,
+    /// The files written.
+    #[serde(skip)]
+    pub written: Vec<WrittenFile>,
+}
+
+/// Everything the stage needs besides the plan.
+pub(crate) struct RewriteContext {
+    pub reader: read::Reader,
+    pub leaves: Vec<crate::table::LeafColumn>,
+    pub with_tight_bounds: bool,
+    pub threads: usize,
+}
+
+/// Runs every bin of `plan`. Blocking: call it off the async runtime.
+///
+/// # Errors
+/// The first bin error (a [`Error::DataFile`] for a bad input, [`Error::ObjectStore`] or
+/// [`Error::Parquet`] on write), after deleting every file written by the run. A mismatch
+/// between rows read and rows written is an [`Error::Internal`].
+pub(crate) fn execute(
+    table: &TableView,
+    plan: &Plan,
+    context: &RewriteContext,
+    progress: &dyn Progress,
+) -> Result<Vec<BinOutcome>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(context.threads)
+        .thread_name(|i| format!("delta-layout-{i}"))
+        .build()
+        .map_err(|e| Error::Internal(format!("cannot start the worker pool: {e}")))?;
+    let work: Vec<(&Bin, &[Option<String>])> = plan
+        .partitions
+        .iter()
+        .flat_map(|p| p.bins.iter().map(move |b| (b, p.values.as_slice())))
+        .collect();
+    let results: Vec<(Result<BinOutcome>, Vec<WrittenFile>)> = pool.install(|| {
+        work.par_iter()
+            .map(|(bin, values)| run_bin(table, plan, context, bin, values, progress))
+            .collect()
+    });
+    let mut outcomes = Vec::with_capacity(results.len());
+    let mut first_error = None;
+    let mut all_written = Vec::new();
+    for (result, written) in results {
+        all_written.extend(written);
+        match result {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(e) => {
+                if first_error.is_none() {
+                    first_error = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(error) = first_error {
+        delete_files(&context.reader.store, &context.reader.runtime, &all_written);
+        return Err(error);
+    }
+    outcomes.sort_by_key(|o| o.bin_id);
+    Ok(outcomes)
+}
+
+/// Deletes written files, best effort (a file that cannot be deleted is logged).
+pub(crate) fn delete_files(
+    store: &Arc<dyn ObjectStore>,
+    runtime: &tokio::runtime::Handle,
+    files: &[WrittenFile],
+) {
+    for file in files {
+        let location = deltalake::Path::parse(&file.path)
+            .unwrap_or_else(|_| deltalake::Path::from(file.path.as_str()));
+        if let Err(e) = runtime.block_on(store.delete(&location)) {
+            log::warn!("could not delete written file '{}': {e}", file.path);
+        }
+    }
+}
+
+fn run_bin(
+    table: &TableView,
+    plan: &Plan,
+    context: &RewriteContext,
+    bin: &Bin,
+    values: &[Option<String>],
+    progress: &dyn Progress,
+) -> (Result<BinOutcome>, Vec<WrittenFile>) {
+    progress.bin_started(bin);
+    let mut writer = write::RollingWriter::new(write::WriterConfig {
+        schema: context.reader.target_schema.clone(),
+        directory: write::partition_directory(&table.partition_physical_names, values),
+        bin_id: bin.id,
+        target_file_bytes: plan.target_file_bytes,
+        leaves: context.leaves.clone(),
+        with_tight_bounds: context.with_tight_bounds,
+        store: context.reader.store.clone(),
+        runtime: context.reader.runtime.clone(),
+    });
+    let result = (|| {
+        let mut rows = 0u64;
+        for &index in &bin.files {
+            let file = &table.files[index];
+            for batch in context.reader.read(file)? {
+                rows += batch.num_rows() as u64;
+                writer.write(&batch)?;
+            }
+            progress.file_done(file.size_bytes);
+        }
+        writer.finish()?;
+        let written_rows: u64 = writer.written().iter().map(|f| f.num_records).sum();
+        if written_rows != rows {
+            return Err(Error::Internal(format!(
+                "bin {} read {rows} rows but wrote {written_rows}",
+                bin.id
+            )));
+        }
+        if let Some(expected) = bin.input_rows {
+            if expected != rows {
+                return Err(Error::Internal(format!(
+                    "bin {} read {rows} live rows but the log records {expected}",
+                    bin.id
+                )));
+            }
+        }
+        Ok(BinOutcome {
+            bin_id: bin.id,
+            input_files: bin.files.clone(),
+            rows,
+            written: writer.written().to_vec(),
+        })
+    })();
+    progress.bin_finished(bin);
+    (result, writer.written().to_vec())
+}

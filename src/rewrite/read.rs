@@ -1,0 +1,297 @@
+//! Reading one data file: fetch, decode Parquet, drop the rows its deletion vector deletes,
+//! and align every batch to the physical schema of the files we write.
+//!
+//! Sources: PROTOCOL.md "Deletion Vectors" (row indexes are positions in the file, 0-based),
+//! "Column Mapping" (match by physical name, or by Parquet field id in `id` mode), and
+//! "Schema Evolution" (a column added after a file was written reads as null).
+
+use std::sync::Arc;
+
+use deltalake::arrow::array::{
+    Array, ArrayRef, BooleanArray, ListArray, MapArray, RecordBatch, RecordBatchOptions,
+    StructArray, new_null_array,
+};
+use deltalake::arrow::compute::{cast, filter_record_batch};
+use deltalake::arrow::datatypes::{DataType as ArrowType, Field, FieldRef, Fields, SchemaRef};
+use deltalake::parquet::arrow::PARQUET_FIELD_ID_META_KEY;
+use deltalake::parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use deltalake::{ObjectStore, Path};
+use object_store::ObjectStoreExt as _;
+use delta_kernel::StorageHandler;
+use url::Url;
+
+use crate::error::{Error, Result};
+use crate::table::{ColumnMappingMode, DataFile};
+
+/// Rows per decoded batch.
+pub const READ_BATCH_ROWS: usize = 8192;
+
+/// What reading needs from the table, shared by every worker thread.
+#[derive(Clone)]
+pub(crate) struct Reader {
+    pub store: Arc<dyn ObjectStore>,
+    pub runtime: tokio::runtime::Handle,
+    pub storage: Arc<dyn StorageHandler>,
+    pub table_url: Url,
+    pub target_schema: SchemaRef,
+    pub column_mapping: ColumnMappingMode,
+}
+
+/// The object path of a data file: `path` relative to the table root, or an absolute URI
+/// inside it.
+pub(crate) fn object_path(table_url: &Url, path: &str) -> Result<Path> {
+    if path.contains("://") {
+        let root = table_url.as_str().trim_end_matches('/');
+        let rest = path
+            .strip_prefix(root)
+            .and_then(|r| r.strip_prefix('/'))
+            .ok_or_else(|| {
+                Error::data_file(path, "has an absolute path outside the table root, which delta-layout does not rewrite")
+            })?;
+        let decoded = percent_encoding::percent_decode_str(rest).decode_utf8_lossy();
+        return Ok(Path::parse(decoded.as_ref()).unwrap_or_else(|_| Path::from(decoded.as_ref())));
+    }
+    Ok(Path::parse(path).unwrap_or_else(|_| Path::from(path)))
+}
+
+impl Reader {
+    /// Reads `file` and returns its live rows in the target schema.
+    ///
+    /// # Errors
+    /// [`Error::DataFile`] when the file is missing, is not Parquet, lacks a required column,
+    /// or its row count disagrees with its `add` action or deletion vector.
+    pub(crate) fn read(&self, file: &DataFile) -> Result<Vec<RecordBatch>> {
+        let location = object_path(&self.table_url, &file.path)?;
+        let bytes = self
+            .runtime
+            .block_on(async {
+                let got = self.store.get(&location).await?;
+                got.bytes().await
+            })
+            .map_err(|source| {
+                let message = if matches!(source, deltalake::ObjectStoreError::NotFound { .. }) {
+                    "is missing: the log lists it but storage does not have it"
+                } else {
+                    "cannot be read from storage"
+                };
+                Error::DataFile {
+                    path: file.path.clone(),
+                    message: message.into(),
+                    source: Some(Box::new(source)),
+                }
+            })?;
+        let corrupt = |source: deltalake::parquet::errors::ParquetError| Error::DataFile {
+            path: file.path.clone(),
+            message: "is not a readable Parquet file".into(),
+            source: Some(Box::new(source)),
+        };
+        let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options).map_err(corrupt)?;
+        let physical_rows = u64::try_from(builder.metadata().file_metadata().num_rows())
+            .map_err(|_| Error::data_file(&file.path, "has a negative row count"))?;
+        if let Some(recorded) = file.num_records() {
+            if recorded != physical_rows {
+                return Err(Error::data_file(
+                    &file.path,
+                    format!("has {physical_rows} rows but its add action records numRecords {recorded}"),
+                ));
+            }
+        }
+        let deleted = self.deleted_rows(file)?;
+        let reader = builder
+            .with_batch_size(READ_BATCH_ROWS)
+            .build()
+            .map_err(corrupt)?;
+        let mut out = Vec::new();
+        let mut offset: u64 = 0;
+        for batch in reader {
+            let batch = batch.map_err(|source| Error::DataFile {
+                path: file.path.clone(),
+                message: "has a corrupt row group".into(),
+                source: Some(Box::new(source)),
+            })?;
+            let rows = batch.num_rows() as u64;
+            let aligned = align_batch(&batch, &self.target_schema, self.column_mapping)
+                .map_err(|e| match e {
+                    Error::DataFile { message, source, .. } => Error::DataFile {
+                        path: file.path.clone(),
+                        message,
+                        source,
+                    },
+                    other => other,
+                })?;
+            let kept = match &deleted {
+                Some(dv) => {
+                    let mask: BooleanArray =
+                        (offset..offset + rows).map(|r| Some(!dv.contains(r))).collect();
+                    filter_record_batch(&aligned, &mask)
+                        .map_err(|e| Error::arrow("applying a deletion vector", e))?
+                }
+                None => aligned,
+            };
+            offset += rows;
+            if kept.num_rows() > 0 {
+                out.push(kept);
+            }
+        }
+        if offset != physical_rows {
+            return Err(Error::data_file(
+                &file.path,
+                format!("decoded {offset} rows but its footer says {physical_rows}"),
+            ));
+        }
+        if let Some(dv) = &deleted {
+            let in_range = dv.iter().filter(|&r| r < physical_rows).count() as u64;
+            if in_range != dv.len() || dv.len() != file.num_deleted_rows() {
+                return Err(Error::data_file(
+                    &file.path,
+                    format!(
+                        "has a deletion vector of {} rows ({in_range} inside the file) but its descriptor says cardinality {}",
+                        dv.len(),
+                        file.num_deleted_rows()
+                    ),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    fn deleted_rows(&self, file: &DataFile) -> Result<Option<roaring::RoaringTreemap>> {
+        let Some(descriptor) = &file.deletion_vector else {
+            return Ok(None);
+        };
+        let bad = |message: String, source: delta_kernel::Error| Error::DataFile {
+            path: file.path.clone(),
+            message,
+            source: Some(Box::new(source)),
+        };
+        let kernel: delta_kernel::actions::deletion_vector::DeletionVectorDescriptor =
+            descriptor.clone().try_into().map_err(|e| {
+                bad("has a deletion vector descriptor that does not parse".into(), e)
+            })?;
+        let treemap = kernel
+            .read(self.storage.clone(), &self.table_url)
+            .map_err(|e| bad("has a deletion vector that cannot be read".into(), e))?;
+        Ok(Some(treemap))
+    }
+}
+
+fn field_id(field: &Field) -> Option<&str> {
+    field.metadata().get(PARQUET_FIELD_ID_META_KEY).map(String::as_str)
+}
+
+fn find_field<'a>(
+    fields: &'a Fields,
+    target: &Field,
+    mode: ColumnMappingMode,
+) -> Option<(usize, &'a FieldRef)> {
+    if mode == ColumnMappingMode::Id {
+        if let Some(id) = field_id(target) {
+            if let Some(found) = fields.iter().enumerate().find(|(_, f)| field_id(f) == Some(id)) {
+                return Some(found);
+            }
+        }
+    }
+    fields.iter().enumerate().find(|(_, f)| f.name() == target.name())
+}
+
+/// Aligns a decoded batch to `target`: columns matched by physical name (or field id),
+/// missing nullable columns filled with nulls, types cast, nested fields renamed.
+pub(crate) fn align_batch(
+    batch: &RecordBatch,
+    target: &SchemaRef,
+    mode: ColumnMappingMode,
+) -> Result<RecordBatch> {
+    let source = batch.schema();
+    let columns = target
+        .fields()
+        .iter()
+        .map(|t| match find_field(source.fields(), t, mode) {
+            Some((i, _)) => align_array(batch.column(i), t, mode),
+            None if t.is_nullable() => Ok(new_null_array(t.data_type(), batch.num_rows())),
+            None => Err(Error::data_file(
+                "",
+                format!("lacks the required (non-nullable) column '{}'", t.name()),
+            )),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new_with_options(
+        target.clone(),
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )
+    .map_err(|e| Error::arrow("aligning a batch to the table schema", e))
+}
+
+fn align_array(array: &ArrayRef, target: &Field, mode: ColumnMappingMode) -> Result<ArrayRef> {
+    if array.data_type() == target.data_type() {
+        return Ok(array.clone());
+    }
+    let context = || format!("converting column '{}' to {}", target.name(), target.data_type());
+    match (target.data_type(), array.data_type()) {
+        (ArrowType::Struct(target_fields), ArrowType::Struct(_)) => {
+            let source = array
+                .as_any()
+                .downcast_ref::<StructArray>()
+                .ok_or_else(|| Error::Internal("struct array expected".into()))?;
+            let source_fields = source.fields().clone();
+            let children = target_fields
+                .iter()
+                .map(|t| match find_field(&source_fields, t, mode) {
+                    Some((i, _)) => align_array(source.column(i), t, mode),
+                    None => Ok(new_null_array(t.data_type(), source.len())),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Arc::new(
+                StructArray::try_new(target_fields.clone(), children, source.nulls().cloned())
+                    .map_err(|e| Error::arrow(context(), e))?,
+            ))
+        }
+        (ArrowType::List(target_item), ArrowType::List(_)) => {
+            let source = array
+                .as_any()
+                .downcast_ref::<ListArray>()
+                .ok_or_else(|| Error::Internal("list array expected".into()))?;
+            let values = align_array(source.values(), target_item, mode)?;
+            Ok(Arc::new(
+                ListArray::try_new(
+                    target_item.clone(),
+                    source.offsets().clone(),
+                    values,
+                    source.nulls().cloned(),
+                )
+                .map_err(|e| Error::arrow(context(), e))?,
+            ))
+        }
+        (ArrowType::Map(target_entries, sorted), ArrowType::Map(_, _)) => {
+            let source = array
+                .as_any()
+                .downcast_ref::<MapArray>()
+                .ok_or_else(|| Error::Internal("map array expected".into()))?;
+            let ArrowType::Struct(entry_fields) = target_entries.data_type() else {
+                return Err(Error::Internal("map entries must be a struct".into()));
+            };
+            let entries = source.entries();
+            // Map entries are (key, value) by position; writers name them differently.
+            let children = entry_fields
+                .iter()
+                .enumerate()
+                .map(|(i, t)| align_array(entries.column(i), t, mode))
+                .collect::<Result<Vec<_>>>()?;
+            let entries = StructArray::try_new(entry_fields.clone(), children, None)
+                .map_err(|e| Error::arrow(context(), e))?;
+            Ok(Arc::new(
+                MapArray::try_new(
+                    target_entries.clone(),
+                    source.offsets().clone(),
+                    entries,
+                    source.nulls().cloned(),
+                    *sorted,
+                )
+                .map_err(|e| Error::arrow(context(), e))?,
+            ))
+        }
+        (target_type, _) => cast(array, target_type).map_err(|e| Error::arrow(context(), e)),
+    }
+}

@@ -1,0 +1,229 @@
+//! Writing the rows of one bin into Parquet files of about the target size, with their stats.
+//!
+//! Files roll over once the bytes already flushed reach the target; row groups are flushed
+//! when their in-memory size reaches a quarter of the target (at most 128 MiB), so a file
+//! exceeds the target by at most one row group. File names follow Spark:
+//! `part-<bin>-<uuid>-c<seq>.snappy.parquet`, inside the partition's Hive-style directory.
+
+use std::sync::Arc;
+
+use deltalake::arrow::array::RecordBatch;
+use deltalake::arrow::datatypes::SchemaRef;
+use deltalake::parquet::arrow::ArrowWriter;
+use deltalake::parquet::basic::Compression;
+use deltalake::parquet::file::properties::WriterProperties;
+use deltalake::{ObjectStore, Path};
+use object_store::ObjectStoreExt as _;
+
+use super::stats::StatsCollector;
+use crate::error::{Error, Result};
+use crate::table::LeafColumn;
+
+/// Largest row group buffered in memory before it is flushed, bytes.
+pub const MAX_ROW_GROUP_BYTES: u64 = 128 << 20;
+
+/// Characters escaped in partition directory names (Hive's `escapePathName`, as Spark and
+/// Delta writers use it), besides control characters.
+const ESCAPED: &[char] = &[
+    '"', '#', '%', '\'', '*', '/', ':', '=', '?', '\\', '\u{7f}', '{', '[', ']', '^',
+];
+
+/// The value Hive and Delta writers use for a null partition value in a directory name.
+pub const NULL_PARTITION_DIR_VALUE: &str = "__HIVE_DEFAULT_PARTITION__";
+
+/// Escapes one path element the way Hive/Spark do (`%XX`, upper case hex).
+#[must_use]
+pub fn escape_path_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_control() || ESCAPED.contains(&c) {
+            out.push_str(&format!("%{:02X}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The Hive-style directory of a partition: `col=value/col2=value2` with escaping, null (and
+/// empty) values as [`NULL_PARTITION_DIR_VALUE`]; empty for an unpartitioned table.
+#[must_use]
+pub fn partition_directory(physical_names: &[String], values: &[Option<String>]) -> String {
+    physical_names
+        .iter()
+        .zip(values)
+        .map(|(name, value)| {
+            let value = match value.as_deref() {
+                None | Some("") => NULL_PARTITION_DIR_VALUE.to_string(),
+                Some(v) => escape_path_name(v),
+            };
+            format!("{}={value}", escape_path_name(name))
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// One file written by a bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenFile {
+    /// Path relative to the table root (not URI-encoded).
+    pub path: String,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Rows in the file.
+    pub num_records: u64,
+    /// The stats JSON for its `add` action.
+    pub stats_json: String,
+}
+
+/// Streams batches into rolling Parquet files and uploads each when it closes.
+pub(crate) struct RollingWriter {
+    // config
+    schema: SchemaRef,
+    directory: String,
+    bin_id: usize,
+    target_file_bytes: u64,
+    leaves: Vec<LeafColumn>,
+    with_tight_bounds: bool,
+    // resources
+    store: Arc<dyn ObjectStore>,
+    runtime: tokio::runtime::Handle,
+    // state
+    current: Option<(ArrowWriter<Vec<u8>>, StatsCollector)>,
+    written: Vec<WrittenFile>,
+}
+
+/// What a [`RollingWriter`] needs to know.
+pub(crate) struct WriterConfig {
+    pub schema: SchemaRef,
+    pub directory: String,
+    pub bin_id: usize,
+    pub target_file_bytes: u64,
+    pub leaves: Vec<LeafColumn>,
+    pub with_tight_bounds: bool,
+    pub store: Arc<dyn ObjectStore>,
+    pub runtime: tokio::runtime::Handle,
+}
+
+impl RollingWriter {
+    pub(crate) fn new(config: WriterConfig) -> Self {
+        Self {
+            schema: config.schema,
+            directory: config.directory,
+            bin_id: config.bin_id,
+            target_file_bytes: config.target_file_bytes,
+            leaves: config.leaves,
+            with_tight_bounds: config.with_tight_bounds,
+            store: config.store,
+            runtime: config.runtime,
+            current: None,
+            written: Vec::new(),
+        }
+    }
+
+    /// Files written (and uploaded) so far, also when a later step failed: the caller deletes
+    /// them on failure.
+    pub(crate) fn written(&self) -> &[WrittenFile] {
+        &self.written
+    }
+
+    fn properties(&self) -> WriterProperties {
+        let row_group_bytes = (self.target_file_bytes / 4).clamp(1 << 20, MAX_ROW_GROUP_BYTES);
+        WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(1 << 20))
+            .set_max_row_group_bytes(Some(usize::try_from(row_group_bytes).unwrap_or(usize::MAX)))
+            .build()
+    }
+
+    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        if self.current.is_none() {
+            let writer = ArrowWriter::try_new(Vec::new(), self.schema.clone(), Some(self.properties()))
+                .map_err(|source| Error::Parquet {
+                    path: self.directory.clone(),
+                    source,
+                })?;
+            let stats = StatsCollector::new(self.leaves.clone(), self.with_tight_bounds);
+            self.current = Some((writer, stats));
+        }
+        let (writer, stats) = self.current.as_mut().expect("opened above");
+        stats.update(batch)?;
+        writer.write(batch).map_err(|source| Error::Parquet {
+            path: self.directory.clone(),
+            source,
+        })?;
+        if writer.bytes_written() as u64 + writer.in_progress_size() as u64 / 2
+            >= self.target_file_bytes
+        {
+            self.close_current()?;
+        }
+        Ok(())
+    }
+
+    fn close_current(&mut self) -> Result<()> {
+        let Some((writer, stats)) = self.current.take() else {
+            return Ok(());
+        };
+        let seq = self.written.len();
+        let name = format!(
+            "part-{:05}-{}-c{seq:03}.snappy.parquet",
+            self.bin_id,
+            uuid::Uuid::new_v4()
+        );
+        let path = if self.directory.is_empty() {
+            name
+        } else {
+            format!("{}/{name}", self.directory)
+        };
+        let bytes = writer.into_inner().map_err(|source| Error::Parquet {
+            path: path.clone(),
+            source,
+        })?;
+        let size_bytes = bytes.len() as u64;
+        let location = Path::parse(&path).unwrap_or_else(|_| Path::from(path.as_str()));
+        self.runtime
+            .block_on(self.store.put(&location, bytes.into()))
+            .map_err(|source| Error::ObjectStore {
+                path: path.clone(),
+                source,
+            })?;
+        self.written.push(WrittenFile {
+            path,
+            size_bytes,
+            num_records: stats.num_records(),
+            stats_json: stats.finish(),
+        });
+        Ok(())
+    }
+
+    /// Closes the last file.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        self.close_current()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_directories_escape_like_hive() {
+        assert_eq!(
+            partition_directory(
+                &["letter".into(), "date".into()],
+                &[Some("/%20%f".into()), None]
+            ),
+            "letter=%2F%2520%25f/date=__HIVE_DEFAULT_PARTITION__"
+        );
+        assert_eq!(
+            partition_directory(&["ts".into()], &[Some("2021-09-08 11:11:11".into())]),
+            "ts=2021-09-08 11%3A11%3A11"
+        );
+        assert_eq!(partition_directory(&["d".into()], &[Some("😈".into())]), "d=😈");
+        assert_eq!(partition_directory(&["e".into()], &[Some(String::new())]), "e=__HIVE_DEFAULT_PARTITION__");
+        assert_eq!(partition_directory(&[], &[]), "");
+    }
+}

@@ -1,0 +1,146 @@
+//! Byte sizes as users write them (`64MiB`, `1GB`, `1048576`) and as people read them.
+
+use crate::error::{Error, Result};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const TIB: u64 = 1 << 40;
+
+/// Parses a size in bytes.
+///
+/// Accepted forms: a plain non-negative integer (bytes), or a number (decimals allowed)
+/// followed by a unit, case-insensitive, with optional whitespace between:
+///
+/// | unit | bytes |
+/// |---|---|
+/// | `B` | 1 |
+/// | `KiB`, `K` / `MiB`, `M` / `GiB`, `G` / `TiB`, `T` | 2^10 / 2^20 / 2^30 / 2^40 |
+/// | `KB` / `MB` / `GB` / `TB` | 10^3 / 10^6 / 10^9 / 10^12 |
+///
+/// Single letters follow the JVM and Spark convention (`1g` is 2^30 bytes); two-letter SI
+/// units are decimal, as on disk labels.
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `option` when the text is empty, negative, has an unknown
+/// unit, or overflows `u64`.
+///
+/// # Examples
+/// ```
+/// use delta_layout::size::parse_size;
+/// assert_eq!(parse_size("--target-size", "64MiB")?, 64 << 20);
+/// assert_eq!(parse_size("--target-size", "1GB")?, 1_000_000_000);
+/// assert_eq!(parse_size("--target-size", "1.5k")?, 1536);
+/// assert_eq!(parse_size("--target-size", "4096")?, 4096);
+/// # Ok::<(), delta_layout::Error>(())
+/// ```
+pub fn parse_size(option: &str, text: &str) -> Result<u64> {
+    let bad = |message: String| Error::invalid_option(option, message);
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    if number.is_empty() {
+        return Err(bad(format!(
+            "'{text}' is not a size (expected bytes or a number with a unit such as 64MiB or 1GB)"
+        )));
+    }
+    let multiplier = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => KIB,
+        "m" | "mib" => MIB,
+        "g" | "gib" => GIB,
+        "t" | "tib" => TIB,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => {
+            return Err(bad(format!(
+                "unknown unit '{other}' in '{text}' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
+            )));
+        }
+    };
+    if let Ok(whole) = number.parse::<u64>() {
+        return whole
+            .checked_mul(multiplier)
+            .ok_or_else(|| bad(format!("'{text}' does not fit in 64 bits")));
+    }
+    let value: f64 = number
+        .parse()
+        .map_err(|_| bad(format!("'{number}' is not a number")))?;
+    #[expect(clippy::cast_precision_loss, reason = "units are at most 2^40, exact in f64")]
+    let bytes = (value * multiplier as f64).round();
+    if !(0.0..=9.0e18).contains(&bytes) {
+        return Err(bad(format!("'{text}' does not fit in 64 bits")));
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "range checked just above"
+    )]
+    Ok(bytes as u64)
+}
+
+/// Formats `bytes` for people: `512 B`, `1.5 KiB`, `64.0 MiB`, `1.2 GiB` (binary units).
+///
+/// # Examples
+/// ```
+/// assert_eq!(delta_layout::size::format_size(64 << 20), "64.0 MiB");
+/// assert_eq!(delta_layout::size::format_size(100), "100 B");
+/// ```
+#[must_use]
+pub fn format_size(bytes: u64) -> String {
+    #[expect(clippy::cast_precision_loss, reason = "display only")]
+    let value = bytes as f64;
+    match bytes {
+        b if b < KIB => format!("{b} B"),
+        b if b < MIB => format!("{:.1} KiB", value / 1024.0),
+        b if b < GIB => format!("{:.1} MiB", value / 1_048_576.0),
+        b if b < TIB => format!("{:.1} GiB", value / 1_073_741_824.0),
+        _ => format!("{:.1} TiB", value / 1_099_511_627_776.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_plain_bytes() {
+        struct Case {
+            text: &'static str,
+            bytes: u64,
+        }
+        for Case { text, bytes } in [
+            Case { text: "0", bytes: 0 },
+            Case { text: "1048576", bytes: 1_048_576 },
+            Case { text: "64MiB", bytes: 64 * MIB },
+            Case { text: "64 mib", bytes: 64 * MIB },
+            Case { text: "1GB", bytes: 1_000_000_000 },
+            Case { text: "1g", bytes: GIB },
+            Case { text: "2TiB", bytes: 2 * TIB },
+            Case { text: "0.5KiB", bytes: 512 },
+            Case { text: "10B", bytes: 10 },
+            Case { text: "3kb", bytes: 3000 },
+        ] {
+            assert_eq!(parse_size("--x", text).unwrap(), bytes, "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_sizes_naming_the_option() {
+        for text in ["", "MiB", "-1", "12 parsecs", "1.2.3MiB", "99999999999999999999", "20000000TiB"] {
+            let err = parse_size("--target-size", text).unwrap_err().to_string();
+            assert!(err.contains("--target-size"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn formats_sizes() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(1536), "1.5 KiB");
+        assert_eq!(format_size(3 * GIB), "3.0 GiB");
+    }
+}

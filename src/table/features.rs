@@ -1,0 +1,207 @@
+//! Protocol versions and table features, and the gate that decides whether delta-layout may
+//! rewrite a table.
+//!
+//! Source: PROTOCOL.md, "Protocol Evolution" and "Table Features". Legacy protocols (reader
+//! version below 3, writer version below 7) imply their features:
+//!
+//! | writer version | implied features |
+//! |---|---|
+//! | 2 | appendOnly, invariants |
+//! | 3 | + checkConstraints |
+//! | 4 | + changeDataFeed, generatedColumns |
+//! | 5 | + columnMapping |
+//! | 6 | + identityColumns |
+//!
+//! and reader version 2 implies columnMapping.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Table features delta-layout rewrites safely, with what it does about each:
+///
+/// * `appendOnly`: OPTIMIZE's removes carry `dataChange=false`, which append-only allows.
+/// * `invariants`, `checkConstraints`, `generatedColumns`, `identityColumns`: rows are copied
+///   unchanged, so every constraint that held still holds; metadata is untouched.
+/// * `timestampNtz`: read and written as Parquet timestamps without time zone.
+/// * `v2Checkpoint`: read through deltalake; this tool writes commits, never checkpoints.
+/// * `deletionVectors`: deleted rows are dropped on rewrite; new files carry no vector.
+/// * `columnMapping` (`name` and `id`): data files use physical names, and Parquet field ids
+///   in `id` mode.
+/// * `changeDataFeed`: OPTIMIZE changes no data, so it writes no change files.
+pub const SUPPORTED_FEATURES: &[&str] = &[
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "generatedColumns",
+    "identityColumns",
+    "timestampNtz",
+    "v2Checkpoint",
+    "deletionVectors",
+    "columnMapping",
+    "changeDataFeed",
+];
+
+/// The highest reader version this tool reads.
+pub const MAX_READER_VERSION: i64 = 3;
+/// The highest writer version this tool writes.
+pub const MAX_WRITER_VERSION: i64 = 7;
+
+/// The table's `protocol` action, with the features it implies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProtocolInfo {
+    /// `minReaderVersion`.
+    pub min_reader_version: i64,
+    /// `minWriterVersion`.
+    pub min_writer_version: i64,
+    /// `readerFeatures` as listed (reader version 3), empty otherwise.
+    pub reader_features: Vec<String>,
+    /// `writerFeatures` as listed (writer version 7), empty otherwise.
+    pub writer_features: Vec<String>,
+}
+
+impl ProtocolInfo {
+    /// Reads the protocol action through its JSON form (PROTOCOL.md, "Protocol Evolution"),
+    /// so feature names are exactly as the log spells them.
+    ///
+    /// # Errors
+    /// [`Error::Json`] if the action cannot be serialized (a bug in a dependency).
+    pub fn from_protocol(protocol: &impl Serialize) -> Result<Self> {
+        let json = serde_json::to_value(protocol).map_err(|source| Error::Json {
+            context: "reading the protocol action".into(),
+            source,
+        })?;
+        let version = |key: &str| json.get(key).and_then(Value::as_i64).unwrap_or(1);
+        let features = |key: &str| -> Vec<String> {
+            json.get(key)
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|v| v.as_str().map(ToString::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Self {
+            min_reader_version: version("minReaderVersion"),
+            min_writer_version: version("minWriterVersion"),
+            reader_features: features("readerFeatures"),
+            writer_features: features("writerFeatures"),
+        })
+    }
+
+    /// Every feature the table requires, explicit or implied by a legacy version, sorted and
+    /// without duplicates.
+    #[must_use]
+    pub fn effective_features(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        if self.min_writer_version >= 7 {
+            out.extend(self.writer_features.iter().cloned());
+        } else {
+            let implied: &[(i64, &str)] = &[
+                (2, "appendOnly"),
+                (2, "invariants"),
+                (3, "checkConstraints"),
+                (4, "changeDataFeed"),
+                (4, "generatedColumns"),
+                (5, "columnMapping"),
+                (6, "identityColumns"),
+            ];
+            out.extend(
+                implied
+                    .iter()
+                    .filter(|(v, _)| self.min_writer_version >= *v)
+                    .map(|(_, f)| (*f).to_string()),
+            );
+        }
+        if self.min_reader_version >= 3 {
+            out.extend(self.reader_features.iter().cloned());
+        } else if self.min_reader_version == 2 {
+            out.push("columnMapping".into());
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The features (and protocol versions) this tool does not support, sorted; empty when the
+    /// table may be rewritten.
+    #[must_use]
+    pub fn unsupported(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .effective_features()
+            .into_iter()
+            .filter(|f| !SUPPORTED_FEATURES.contains(&f.as_str()))
+            .collect();
+        if self.min_reader_version > MAX_READER_VERSION {
+            out.push(format!("minReaderVersion {}", self.min_reader_version));
+        }
+        if self.min_writer_version > MAX_WRITER_VERSION {
+            out.push(format!("minWriterVersion {}", self.min_writer_version));
+        }
+        out
+    }
+
+    /// Checks that the table may be rewritten.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedFeatures`] naming every unsupported feature of table `table`.
+    pub fn check_writable(&self, table: &str) -> Result<()> {
+        let features = self.unsupported();
+        if features.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::UnsupportedFeatures {
+                table: table.to_string(),
+                features,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn protocol(reader: i64, writer: i64, rf: &[&str], wf: &[&str]) -> ProtocolInfo {
+        ProtocolInfo {
+            min_reader_version: reader,
+            min_writer_version: writer,
+            reader_features: rf.iter().map(ToString::to_string).collect(),
+            writer_features: wf.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn legacy_versions_imply_features() {
+        assert!(protocol(1, 1, &[], &[]).effective_features().is_empty());
+        assert_eq!(
+            protocol(1, 2, &[], &[]).effective_features(),
+            ["appendOnly", "invariants"]
+        );
+        assert!(
+            protocol(2, 5, &[], &[])
+                .effective_features()
+                .contains(&"columnMapping".to_string())
+        );
+        assert!(protocol(2, 6, &[], &[]).unsupported().is_empty());
+    }
+
+    #[test]
+    fn unsupported_features_are_each_named() {
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors"],
+            &["deletionVectors", "rowTracking", "domainMetadata", "clustering"],
+        );
+        assert_eq!(p.unsupported(), ["clustering", "domainMetadata", "rowTracking"]);
+        let err = p.check_writable("t").unwrap_err().to_string();
+        assert!(err.contains("rowTracking") && err.contains("clustering"), "{err}");
+        assert_eq!(
+            protocol(4, 8, &[], &[]).unsupported(),
+            ["minReaderVersion 4", "minWriterVersion 8"]
+        );
+    }
+}

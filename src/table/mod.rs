@@ -1,0 +1,323 @@
+//! Edge 1: the read-only view of a Delta table at one version.
+//!
+//! This is the only module that reads the Delta log (through the `deltalake` crate). It loads a
+//! snapshot once and turns it into plain owned values, [`TableView`] and [`DataFile`], that the
+//! pure stages (`plan`, `inspect`) consume. Checkpoints of every kind (classic, multi-part, v2
+//! with JSON or Parquet sidecars) and stats given only as `stats_parsed` are handled by
+//! deltalake's log replay; this module normalizes what it returns.
+//!
+//! Sources: PROTOCOL.md sections "Add File and Remove File", "Per-file Statistics",
+//! "Column Mapping", "Deletion Vectors", "Table Features".
+
+pub mod features;
+pub mod schema;
+pub mod stats;
+
+use std::collections::BTreeMap;
+
+use deltalake::kernel::{Add, DeletionVectorDescriptor, StructType};
+use deltalake::logstore::LogStoreRef;
+use deltalake::{DeltaTable, DeltaTableBuilder};
+use serde::Serialize;
+use url::Url;
+
+use crate::error::{Error, Result};
+pub use features::ProtocolInfo;
+pub use schema::{ColumnMappingMode, LeafColumn};
+pub use stats::FileStats;
+
+/// Table property naming the target file size in bytes (Databricks, Delta Spark).
+pub const PROP_TARGET_FILE_SIZE: &str = "delta.targetFileSize";
+/// Table property: how many leaf columns get min/max/nullCount stats (default 32).
+pub const PROP_NUM_INDEXED_COLS: &str = "delta.dataSkippingNumIndexedCols";
+/// Table property: an explicit comma-separated list of columns that get stats.
+pub const PROP_STATS_COLUMNS: &str = "delta.dataSkippingStatsColumns";
+/// Table property selecting the column mapping mode (`none`, `name`, `id`).
+pub const PROP_COLUMN_MAPPING_MODE: &str = "delta.columnMapping.mode";
+
+/// A Delta table at one version: what every later stage needs, loaded once.
+#[derive(Debug, Clone)]
+pub struct TableView {
+    /// The table's root location (a `file://` URL for local paths).
+    pub location: Url,
+    /// The version this view was read at.
+    pub version: u64,
+    /// The logical schema (Delta types, logical names, column-mapping metadata kept).
+    pub schema: StructType,
+    /// The partition columns, logical names, in table order.
+    pub partition_columns: Vec<String>,
+    /// The physical names of the partition columns, parallel to `partition_columns` (equal
+    /// to them without column mapping). `partitionValues` maps are keyed by these.
+    pub partition_physical_names: Vec<String>,
+    /// Table properties (`metaData.configuration`).
+    pub properties: BTreeMap<String, String>,
+    /// Protocol versions and table features.
+    pub protocol: ProtocolInfo,
+    /// The column mapping mode in force.
+    pub column_mapping: ColumnMappingMode,
+    /// Every active data file (live `add` actions after log replay), in log order.
+    pub files: Vec<DataFile>,
+    /// The log store the view came from, for the edges that read data or commit.
+    pub(crate) log_store: LogStoreRef,
+}
+
+/// One active data file of the table (a live `add` action).
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    /// The path from the `add` action, URI-decoded once: relative to the table root, or an
+    /// absolute URI.
+    pub path: String,
+    /// `size`: the file's size in bytes.
+    pub size_bytes: u64,
+    /// `modificationTime`: milliseconds since the Unix epoch.
+    pub modification_time_ms: i64,
+    /// Partition values parallel to [`TableView::partition_columns`], as the log's strings
+    /// (`None` is a null partition value).
+    pub partition_values: Vec<Option<String>>,
+    /// The file's statistics, `None` when the writer recorded none (unknown, not zero).
+    pub stats: Option<FileStats>,
+    /// The deletion vector descriptor, when rows of the file are deleted.
+    pub deletion_vector: Option<DeletionVectorDescriptor>,
+    /// `tags` of the `add` action.
+    pub tags: BTreeMap<String, Option<String>>,
+    /// The original `add` action, from which the `remove` action is made.
+    pub(crate) add: Add,
+}
+
+impl DataFile {
+    /// Rows the deletion vector marks deleted (its `cardinality`), 0 without one.
+    #[must_use]
+    pub fn num_deleted_rows(&self) -> u64 {
+        self.deletion_vector
+            .as_ref()
+            .and_then(|dv| u64::try_from(dv.cardinality).ok())
+            .unwrap_or(0)
+    }
+
+    /// Physical rows (`numRecords`), `None` when unknown.
+    #[must_use]
+    pub fn num_records(&self) -> Option<u64> {
+        self.stats.as_ref().and_then(|s| s.num_records)
+    }
+
+    /// Live rows: `numRecords` minus the deletion vector's cardinality, `None` when unknown.
+    #[must_use]
+    pub fn num_live_rows(&self) -> Option<u64> {
+        self.num_records()
+            .map(|n| n.saturating_sub(self.num_deleted_rows()))
+    }
+
+    /// Share of the file's rows that its deletion vector deletes, in `[0, 1]`. A file with a
+    /// deletion vector but unknown `numRecords` counts as fully deleted-heavy (1.0), so it is
+    /// rewritten rather than ignored.
+    #[must_use]
+    pub fn deleted_ratio(&self) -> f64 {
+        let deleted = self.num_deleted_rows();
+        if deleted == 0 {
+            return 0.0;
+        }
+        match self.num_records() {
+            #[expect(clippy::cast_precision_loss, reason = "a ratio")]
+            Some(total) if total > 0 => (deleted as f64 / total as f64).min(1.0),
+            _ => 1.0,
+        }
+    }
+}
+
+/// What the table holds, in numbers: used by `inspect` and by size autotuning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TableTotals {
+    /// Active files.
+    pub files: u64,
+    /// Sum of their sizes, bytes.
+    pub bytes: u64,
+    /// Sum of live rows (numRecords minus deleted rows) over files with stats.
+    pub rows: u64,
+    /// Files whose row count is unknown (no `numRecords`), so `rows` is a lower bound.
+    pub files_without_row_count: u64,
+}
+
+impl TableView {
+    /// Loads the table at `location` (a local path or a URL deltalake's object stores accept)
+    /// at `version`, or the latest version when `None`.
+    ///
+    /// # Errors
+    /// * [`Error::NotADeltaTable`] when the location does not exist or holds no Delta log.
+    /// * [`Error::InvalidOption`] (`--version`) when the version does not exist.
+    /// * [`Error::Delta`] / [`Error::Json`] when the log cannot be replayed or its stats parsed.
+    pub async fn load(location: &str, version: Option<u64>) -> Result<Self> {
+        let not_a_table = |source| Error::NotADeltaTable {
+            table: location.to_string(),
+            source,
+        };
+        let url = deltalake::table::builder::parse_table_uri(location).map_err(not_a_table)?;
+        let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(not_a_table)?;
+        if let Some(v) = version {
+            builder = builder.with_version(
+                i64::try_from(v)
+                    .map_err(|_| Error::invalid_option("--version", "too large"))?
+                    .try_into()
+                    .map_err(|_| Error::invalid_option("--version", "too large"))?,
+            );
+        }
+        let table = match builder.load().await {
+            Ok(table) => table,
+            Err(source) => {
+                if let Some(v) = version {
+                    // Tell a missing version apart from a missing table.
+                    if let Ok(latest) = DeltaTableBuilder::from_url(url.clone())
+                        .map_err(not_a_table)?
+                        .load()
+                        .await
+                    {
+                        return Err(Error::invalid_option(
+                            "--version",
+                            format!(
+                                "version {v} of '{location}' cannot be read (latest is {})",
+                                latest.version().unwrap_or_default()
+                            ),
+                        ));
+                    }
+                }
+                return Err(not_a_table(source));
+            }
+        };
+        Self::from_table(location, &table, url)
+    }
+
+    fn from_table(location: &str, table: &DeltaTable, url: Url) -> Result<Self> {
+        let state = table
+            .snapshot()
+            .map_err(|e| Error::delta(format!("reading the snapshot of '{location}'"), e))?;
+        let version = state.version();
+        let protocol = ProtocolInfo::from_protocol(state.protocol())?;
+        let metadata_json =
+            serde_json::to_value(state.metadata()).map_err(|source| Error::Json {
+                context: "reading table metadata".into(),
+                source,
+            })?;
+        let properties: BTreeMap<String, String> = metadata_json
+            .get("configuration")
+            .and_then(|c| c.as_object())
+            .map(|c| {
+                c.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let partition_columns: Vec<String> = metadata_json
+            .get("partitionColumns")
+            .and_then(|c| c.as_array())
+            .map(|c| {
+                c.iter()
+                    .filter_map(|v| v.as_str().map(ToString::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let column_mapping = ColumnMappingMode::from_properties(&properties)?;
+        let schema: StructType = state.schema().as_ref().clone();
+        let partition_physical_names = partition_columns
+            .iter()
+            .map(|name| {
+                let field = schema.fields().find(|f| f.name() == name).ok_or_else(|| {
+                    Error::Internal(format!("partition column '{name}' is not in the schema"))
+                })?;
+                Ok(schema::physical_name(field, column_mapping))
+            })
+            .collect::<Result<Vec<_>>>()?;
+
+        let mut files = Vec::with_capacity(state.log_data().num_files());
+        for view in state.log_data().iter() {
+            #[expect(deprecated, reason = "the only public way to get the complete add action")]
+            let add = view.add_action();
+            files.push(DataFile::from_add(add, &partition_physical_names)?);
+        }
+        let _ = url;
+        Ok(Self {
+            location: table.table_url().clone(),
+            version,
+            schema,
+            partition_columns,
+            partition_physical_names,
+            properties,
+            protocol,
+            column_mapping,
+            files,
+            log_store: table.log_store(),
+        })
+    }
+
+    /// Totals over the active files.
+    #[must_use]
+    pub fn totals(&self) -> TableTotals {
+        let mut totals = TableTotals::default();
+        for file in &self.files {
+            totals.files += 1;
+            totals.bytes += file.size_bytes;
+            match file.num_live_rows() {
+                Some(rows) => totals.rows += rows,
+                None => totals.files_without_row_count += 1,
+            }
+        }
+        totals
+    }
+
+    /// The leaf columns of the data files (partition columns excluded), in schema order, with
+    /// logical and physical paths. Struct fields are expanded; arrays and maps are leaves.
+    #[must_use]
+    pub fn data_leaf_columns(&self) -> Vec<LeafColumn> {
+        schema::leaf_columns(&self.schema, self.column_mapping)
+            .into_iter()
+            .filter(|leaf| !self.partition_columns.contains(&leaf.logical[0]))
+            .collect()
+    }
+
+    /// A table property, if set.
+    #[must_use]
+    pub fn property(&self, key: &str) -> Option<&str> {
+        self.properties.get(key).map(String::as_str)
+    }
+
+    /// A display form of the table location for messages: the local path for `file://`
+    /// URLs, the URL otherwise.
+    #[must_use]
+    pub fn display_location(&self) -> String {
+        if self.location.scheme() == "file" {
+            if let Ok(path) = self.location.to_file_path() {
+                return path.display().to_string();
+            }
+        }
+        self.location.to_string()
+    }
+}
+
+impl DataFile {
+    fn from_add(add: Add, partition_physical_names: &[String]) -> Result<Self> {
+        let size_bytes = u64::try_from(add.size)
+            .map_err(|_| Error::data_file(&add.path, format!("has a negative size {}", add.size)))?;
+        let partition_values = partition_physical_names
+            .iter()
+            .map(|name| add.partition_values.get(name).cloned().flatten())
+            .collect();
+        let stats = match add.stats.as_deref() {
+            Some(text) if !text.trim().is_empty() => Some(FileStats::from_json(&add.path, text)?),
+            _ => None,
+        };
+        let tags = add
+            .tags
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect::<BTreeMap<_, _>>();
+        Ok(Self {
+            path: add.path.clone(),
+            size_bytes,
+            modification_time_ms: add.modification_time,
+            partition_values,
+            stats,
+            deletion_vector: add.deletion_vector.clone(),
+            tags,
+            add,
+        })
+    }
+}

@@ -1,0 +1,227 @@
+//! Logical and physical schemas: column mapping and the Arrow schema of written data files.
+//!
+//! Source: PROTOCOL.md, "Column Mapping" (physical names in `delta.columnMapping.physicalName`,
+//! field ids in `delta.columnMapping.id`, written as Parquet field ids in `id` mode) and
+//! "Primitive Types" / "Parquet ... physical types" for the Arrow types:
+//!
+//! | Delta type | Arrow type in written files |
+//! |---|---|
+//! | byte, short, integer, long | Int8, Int16, Int32, Int64 |
+//! | float, double | Float32, Float64 |
+//! | decimal(p, s) | Decimal128(p, s) |
+//! | boolean, string, binary | Boolean, Utf8, Binary |
+//! | date | Date32 |
+//! | timestamp | Timestamp(µs, "UTC") |
+//! | timestamp_ntz | Timestamp(µs, none) |
+//! | array<T> | List (item field `element`) |
+//! | map<K, V> | Map (entries `key_value` with `key`, `value`) |
+//! | struct | Struct of the physical fields |
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use deltalake::arrow::datatypes::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
+use deltalake::kernel::{DataType, PrimitiveType, StructField, StructType};
+use deltalake::parquet::arrow::PARQUET_FIELD_ID_META_KEY;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+const PHYSICAL_NAME_KEY: &str = "delta.columnMapping.physicalName";
+const FIELD_ID_KEY: &str = "delta.columnMapping.id";
+
+/// The column mapping mode of a table (`delta.columnMapping.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColumnMappingMode {
+    /// Physical names equal logical names.
+    None,
+    /// Data files use `delta.columnMapping.physicalName`.
+    Name,
+    /// As `Name`, and Parquet columns carry the field id `delta.columnMapping.id`.
+    Id,
+}
+
+impl ColumnMappingMode {
+    /// Reads the mode from table properties; absent means [`ColumnMappingMode::None`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming `delta.columnMapping.mode` for an unknown value.
+    pub fn from_properties(properties: &BTreeMap<String, String>) -> Result<Self> {
+        match properties
+            .get(super::PROP_COLUMN_MAPPING_MODE)
+            .map(|s| s.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("none") => Ok(Self::None),
+            Some("name") => Ok(Self::Name),
+            Some("id") => Ok(Self::Id),
+            Some(other) => Err(Error::invalid_option(
+                super::PROP_COLUMN_MAPPING_MODE,
+                format!("unknown column mapping mode '{other}'"),
+            )),
+        }
+    }
+}
+
+/// One leaf column of a schema: structs expanded, arrays and maps kept whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeafColumn {
+    /// Logical path, e.g. `["address", "city"]`.
+    pub logical: Vec<String>,
+    /// Physical path (equal to `logical` without column mapping); stats use it.
+    pub physical: Vec<String>,
+    /// The Delta type of the leaf.
+    pub data_type: DataType,
+}
+
+impl LeafColumn {
+    /// The logical path joined with dots, for display.
+    #[must_use]
+    pub fn display_name(&self) -> String {
+        self.logical.join(".")
+    }
+}
+
+/// The physical name of `field`: its `delta.columnMapping.physicalName` under column mapping,
+/// its name otherwise.
+#[must_use]
+pub fn physical_name(field: &StructField, mode: ColumnMappingMode) -> String {
+    if mode == ColumnMappingMode::None {
+        return field.name().clone();
+    }
+    match field.metadata().get(PHYSICAL_NAME_KEY) {
+        Some(deltalake::kernel::MetadataValue::String(s)) => s.clone(),
+        _ => field.name().clone(),
+    }
+}
+
+fn field_id(field: &StructField) -> Option<i64> {
+    match field.metadata().get(FIELD_ID_KEY) {
+        Some(deltalake::kernel::MetadataValue::Number(n)) => Some(*n),
+        _ => None,
+    }
+}
+
+/// The leaf columns of `schema` in schema order (depth first).
+#[must_use]
+pub fn leaf_columns(schema: &StructType, mode: ColumnMappingMode) -> Vec<LeafColumn> {
+    fn walk(
+        fields: &mut dyn Iterator<Item = &StructField>,
+        mode: ColumnMappingMode,
+        logical: &[String],
+        physical: &[String],
+        out: &mut Vec<LeafColumn>,
+    ) {
+        for field in fields {
+            let mut l = logical.to_vec();
+            l.push(field.name().clone());
+            let mut p = physical.to_vec();
+            p.push(physical_name(field, mode));
+            match field.data_type() {
+                DataType::Struct(inner) => walk(&mut inner.fields(), mode, &l, &p, out),
+                other => out.push(LeafColumn {
+                    logical: l,
+                    physical: p,
+                    data_type: other.clone(),
+                }),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&mut schema.fields(), mode, &[], &[], &mut out);
+    out
+}
+
+/// The Arrow schema of the data files delta-layout writes: the table's columns minus the
+/// partition columns, with physical names, and Parquet field ids (`PARQUET:field_id`) in
+/// `id` mode.
+///
+/// # Errors
+/// [`Error::UnsupportedFeatures`]-like [`Error::InvalidOption`] is never returned; an
+/// unsupported Delta type (variant, intervals, void) is [`Error::Internal`], since the feature
+/// gate refuses such tables first.
+pub fn physical_arrow_schema(
+    schema: &StructType,
+    mode: ColumnMappingMode,
+    partition_columns: &[String],
+) -> Result<Schema> {
+    let fields = schema
+        .fields()
+        .filter(|f| !partition_columns.contains(f.name()))
+        .map(|f| physical_field(f, mode))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Schema::new(fields))
+}
+
+fn physical_field(field: &StructField, mode: ColumnMappingMode) -> Result<Field> {
+    let data_type = arrow_type(field.data_type(), mode)?;
+    let mut out = Field::new(physical_name(field, mode), data_type, field.is_nullable());
+    if mode == ColumnMappingMode::Id {
+        if let Some(id) = field_id(field) {
+            out = out.with_metadata(HashMap::from([(
+                PARQUET_FIELD_ID_META_KEY.to_string(),
+                id.to_string(),
+            )]));
+        }
+    }
+    Ok(out)
+}
+
+fn arrow_type(data_type: &DataType, mode: ColumnMappingMode) -> Result<ArrowType> {
+    Ok(match data_type {
+        DataType::Primitive(p) => match p {
+            PrimitiveType::Byte => ArrowType::Int8,
+            PrimitiveType::Short => ArrowType::Int16,
+            PrimitiveType::Integer => ArrowType::Int32,
+            PrimitiveType::Long => ArrowType::Int64,
+            PrimitiveType::Float => ArrowType::Float32,
+            PrimitiveType::Double => ArrowType::Float64,
+            PrimitiveType::Boolean => ArrowType::Boolean,
+            PrimitiveType::String => ArrowType::Utf8,
+            PrimitiveType::Binary => ArrowType::Binary,
+            PrimitiveType::Date => ArrowType::Date32,
+            PrimitiveType::Timestamp => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC")))
+            }
+            PrimitiveType::TimestampNtz => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            PrimitiveType::Decimal(d) => {
+                ArrowType::Decimal128(d.precision(), i8::try_from(d.scale()).unwrap_or(i8::MAX))
+            }
+            other => {
+                return Err(Error::Internal(format!(
+                    "delta type {other:?} cannot be rewritten"
+                )));
+            }
+        },
+        DataType::Array(array) => ArrowType::List(Arc::new(Field::new(
+            "element",
+            arrow_type(&array.element_type, mode)?,
+            array.contains_null,
+        ))),
+        DataType::Map(map) => ArrowType::Map(
+            Arc::new(Field::new(
+                "key_value",
+                ArrowType::Struct(Fields::from(vec![
+                    Field::new("key", arrow_type(&map.key_type, mode)?, false),
+                    Field::new(
+                        "value",
+                        arrow_type(&map.value_type, mode)?,
+                        map.value_contains_null,
+                    ),
+                ])),
+                false,
+            )),
+            false,
+        ),
+        DataType::Struct(inner) => ArrowType::Struct(Fields::from(
+            inner
+                .fields()
+                .map(|f| physical_field(f, mode))
+                .collect::<Result<Vec<_>>>()?,
+        )),
+        DataType::Variant(_) => {
+            return Err(Error::Internal("variant columns cannot be rewritten".into()));
+        }
+    })
+}

@@ -1,0 +1,141 @@
+//! The command line: exit codes, messages that name the culprit, untouched tables.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::fixture::{Fixture, rows};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_delta-layout"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs `args` on a copy of `table` (the location replaces `{}`), expects exit code 2, a
+/// message containing every `needle`, and an untouched table apart from `allowed_change`.
+fn expect_error(fixture: &Fixture, args: &[&str], needles: &[&str]) {
+    let listing = fixture.listing();
+    let location = fixture.location();
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "{}" { location.as_str() } else { a })
+        .collect();
+    let output = run(&args);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+    assert!(message.starts_with("delta-layout: "), "{message}");
+    assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+    for needle in needles {
+        assert!(message.contains(needle), "{args:?}: '{needle}' not in: {message}");
+    }
+    assert_eq!(fixture.listing(), listing, "{args:?} changed the table");
+}
+
+#[test]
+fn bad_options_name_the_option() {
+    let fixture = Fixture::copy("partitioned-string-null");
+    expect_error(&fixture, &["optimize", "{}", "--target-size", "12 parsecs"], &["--target-size", "parsecs"]);
+    expect_error(&fixture, &["optimize", "{}", "--target-size", "0"], &["--target-size"]);
+    expect_error(&fixture, &["optimize", "{}", "--min-file-size", "x"], &["--min-file-size"]);
+    expect_error(&fixture, &["optimize", "{}", "--max-deleted-ratio", "2"], &["--max-deleted-ratio"]);
+    expect_error(&fixture, &["optimize", "{}", "--where", "nope = 1"], &["'nope'", "partition columns: letter"]);
+    expect_error(&fixture, &["optimize", "{}", "--where", "number = 1"], &["'number'", "not a partition column"]);
+    expect_error(&fixture, &["optimize", "{}", "--where", "letter = "], &["invalid predicate"]);
+    expect_error(&fixture, &["inspect", "{}", "--version", "99"], &["--version", "99"]);
+    let output = run(&["optimize", &fixture.location(), "--bogus"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn not_a_delta_table_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().display().to_string();
+    let output = run(&["optimize", &empty]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains(&empty), "{}", stderr(&output));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "must not create anything");
+    let missing = format!("{empty}/does-not-exist");
+    let output = run(&["inspect", &missing]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("does-not-exist"), "{}", stderr(&output));
+}
+
+#[test]
+fn missing_and_corrupt_data_files_are_named_and_nothing_is_left_behind() {
+    // Several bins on one thread: bins before the bad file write files, which must go.
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let victim = "part-00001-2b1b4d5e-2b2e-4a6a-a3c0-96f2ab0ad5c6-c000.snappy.parquet";
+    let mut names: Vec<String> = std::fs::read_dir(&fixture.path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    names.sort();
+    let victim = if names.iter().any(|n| n == victim) { victim.to_string() } else { names[names.len() - 1].clone() };
+    std::fs::remove_file(fixture.path.join(&victim)).unwrap();
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--target-size", "4000", "--min-file-size", "3900", "--threads", "1"],
+        &[&victim, "missing"],
+    );
+
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    std::fs::write(fixture.path.join(&names[3]), b"this is not parquet").unwrap();
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--target-size", "4000", "--min-file-size", "3900", "--threads", "1"],
+        &[&names[3], "not a readable Parquet file"],
+    );
+}
+
+#[test]
+fn refused_feature_exits_2_naming_it() {
+    let fixture = Fixture::copy("row-tracking-liquid");
+    expect_error(&fixture, &["optimize", "{}"], &["rowTracking", "nothing was written"]);
+    expect_error(&fixture, &["optimize", "{}", "--dry-run"], &["rowTracking"]);
+}
+
+#[test]
+fn inspect_and_optimize_json() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let output = run(&["inspect", &location, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["files"], 12);
+    assert_eq!(report["rows"], 16);
+    assert_eq!(report["partitions"], 1);
+    assert_eq!(report["files_below_min_size"], 12);
+    let histogram_files: u64 = report["size_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["files"].as_u64().unwrap())
+        .sum();
+    assert_eq!(histogram_files, 12);
+
+    let before = rows(&location);
+    let output = run(&["optimize", &location, "--json", "--quiet"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(outcome["version"], 12);
+    assert_eq!(outcome["files_removed"], 12);
+    assert_eq!(outcome["files_added"], 1);
+    assert_eq!(outcome["rows"], 16);
+    assert_eq!(outcome["partitions"], 1);
+    assert_eq!(outcome["bins"], 1);
+    assert!(outcome["bytes_removed"].as_u64().unwrap() > 0);
+    assert!(outcome["bytes_added"].as_u64().unwrap() > 0);
+    assert!(outcome["duration_ms"].is_u64());
+    assert_eq!(rows(&location), before);
+
+    let output = run(&["inspect", &location]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("files      1 "), "{text}");
+}

@@ -1,0 +1,167 @@
+//! Test fixtures: copies of the real tables in `testdata/`, an independent reader (the
+//! delta-kernel scan, which applies deletion vectors, column mapping and partition values
+//! itself), and listings of a table's files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use delta_kernel::engine::arrow_data::ArrowEngineData;
+use deltalake::arrow::array::Array;
+use deltalake::arrow::util::display::{ArrayFormatter, FormatOptions};
+use serde_json::Value;
+
+/// A table copied into a temporary directory (removed on drop).
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl Fixture {
+    /// Copies `testdata/<name>` into a fresh temporary directory.
+    pub fn copy(name: &str) -> Self {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name);
+        assert!(source.is_dir(), "missing fixture {}", source.display());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        copy_dir(&source, &path);
+        Self { _dir: dir, path }
+    }
+
+    pub fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// Every file under the table root with its size and content hash, to prove a table was
+    /// left untouched.
+    pub fn listing(&self) -> BTreeMap<String, (u64, u64)> {
+        let mut out = BTreeMap::new();
+        walk(&self.path, &self.path, &mut out);
+        out
+    }
+
+    /// Commit files in `_delta_log`.
+    pub fn log_versions(&self) -> Vec<u64> {
+        let mut versions: Vec<u64> = std::fs::read_dir(self.path.join("_delta_log"))
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.strip_suffix(".json")?.parse().ok()
+            })
+            .collect();
+        versions.sort_unstable();
+        versions
+    }
+
+    /// The JSON actions of commit `version`.
+    pub fn commit(&self, version: u64) -> Vec<Value> {
+        let text = std::fs::read_to_string(
+            self.path
+                .join("_delta_log")
+                .join(format!("{version:020}.json")),
+        )
+        .unwrap();
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (u64, u64)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            walk(root, &entry.path(), out);
+        } else {
+            let bytes = std::fs::read(entry.path()).unwrap();
+            let hash = bytes
+                .iter()
+                .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+            let rel = entry.path().strip_prefix(root).unwrap().display().to_string();
+            out.insert(rel, (bytes.len() as u64, hash));
+        }
+    }
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Every live row of the table's latest version, read by delta-kernel's own scan, as sorted
+/// canonical strings. A null, an empty string and the string "null" all render differently.
+pub fn rows(location: &str) -> Vec<String> {
+    let rt = runtime();
+    let url = deltalake::table::builder::parse_table_uri(location).unwrap();
+    let engine = rt.block_on(async {
+        let table = deltalake::open_table(url.clone()).await.unwrap();
+        table.log_store().engine(None)
+    });
+    let root = format!("{}/", url.as_str().trim_end_matches('/'));
+    let snapshot = delta_kernel::Snapshot::builder_for(root)
+        .build(engine.as_ref())
+        .unwrap();
+    let scan = snapshot.scan_builder().build().unwrap();
+    let options = FormatOptions::default().with_null("<NULL>");
+    let mut out = Vec::new();
+    for data in scan.execute(engine.clone()).unwrap() {
+        let batch = ArrowEngineData::try_from_engine_data(data.unwrap())
+            .unwrap()
+            .record_batch()
+            .clone();
+        let schema = batch.schema();
+        let formatters: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            let mut line = String::new();
+            for (i, column) in batch.columns().iter().enumerate() {
+                let name = schema.field(i).name();
+                if column.is_null(row) {
+                    line.push_str(&format!("{name}=∅;"));
+                } else {
+                    line.push_str(&format!("{name}={:?};", formatters[i].value(row).to_string()));
+                }
+            }
+            out.push(line);
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn load(location: &str) -> delta_layout::table::TableView {
+    runtime()
+        .block_on(delta_layout::table::TableView::load(location, None))
+        .unwrap()
+}
+
+pub fn optimize(
+    location: &str,
+    options: &delta_layout::optimize::OptimizeOptions,
+) -> delta_layout::Result<delta_layout::optimize::OptimizeOutcome> {
+    runtime().block_on(delta_layout::optimize::optimize(
+        location,
+        options,
+        Arc::new(delta_layout::progress::NoProgress),
+    ))
+}

@@ -1,0 +1,317 @@
+//! Compaction on every real table the tool accepts: rows, files, stats, idempotence.
+
+use std::collections::BTreeSet;
+
+use deltalake::arrow::array::{Array, AsArray};
+use deltalake::arrow::datatypes::{
+    DataType, Date32Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+};
+use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use delta_layout::optimize::OptimizeOptions;
+use delta_layout::plan::PlanOptions;
+use serde_json::{Value, json};
+
+use crate::fixture::{Fixture, load, optimize, rows};
+
+/// Tables from `testdata/` that `optimize` accepts.
+const ACCEPTED: &[&str] = &[
+    "all-types-nested",
+    "basic-with-checkpoint",
+    "columnmapping-id-all-types",
+    "columnmapping-name-databricks",
+    "databricks-auto-optimize-dv-cdf",
+    "delta-rs-small-appends",
+    "dv-columnmapping-partitioned",
+    "dv-with-checkpoints",
+    "empty-after-delete",
+    "http-requests-delta-rs",
+    "multipart-checkpoint",
+    "partition-values-all-types",
+    "partitioned-string-null",
+    "removes-with-checkpoint",
+    "schema-evolution-added-column",
+    "special-char-partitions",
+    "stats-columns-vary",
+    "stats-missing-partial",
+    "stats-parsed-only-checkpoint",
+    "timestamp-ntz-partitioned",
+    "v2-checkpoint-databricks",
+    "v2-checkpoint-sidecars",
+    "zorder-optimized",
+];
+
+fn decode(path: &str) -> String {
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .unwrap()
+        .into_owned()
+}
+
+/// Checks one added file's `numRecords`, `nullCount` and min/max against its own rows,
+/// computed here independently of the writer. `strict` requires min/max for every orderable
+/// top-level column (tables with default stats settings).
+fn check_added_file(fixture: &Fixture, add: &Value, strict: bool) {
+    let path = decode(add["path"].as_str().unwrap());
+    let bytes = std::fs::read(fixture.path.join(&path)).unwrap();
+    assert_eq!(add["size"].as_u64().unwrap(), bytes.len() as u64, "{path}: size");
+    assert_eq!(add["dataChange"], json!(false));
+    let stats: Value = serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(Result::unwrap).collect();
+    let num_rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(stats["numRecords"].as_u64().unwrap(), num_rows as u64, "{path}");
+    let Some(first) = batches.first() else { return };
+    let schema = first.schema();
+    for (i, field) in schema.fields().iter().enumerate() {
+        let name = field.name();
+        let columns: Vec<_> = batches.iter().map(|b| b.column(i).clone()).collect();
+        let nulls: usize = columns.iter().map(|c| c.null_count()).sum();
+        if let Some(n) = stats["nullCount"].get(name) {
+            if let Some(n) = n.as_u64() {
+                assert_eq!(n, nulls as u64, "{path}: nullCount of {name}");
+            }
+        } else {
+            assert!(!strict, "{path}: no nullCount for {name}");
+        }
+        let values: Vec<Value> = columns
+            .iter()
+            .flat_map(|c| -> Vec<Value> {
+                match c.data_type() {
+                    DataType::Int8 => c.as_primitive::<Int8Type>().iter().flatten().map(|v| json!(v)).collect(),
+                    DataType::Int16 => c.as_primitive::<Int16Type>().iter().flatten().map(|v| json!(v)).collect(),
+                    DataType::Int32 => c.as_primitive::<Int32Type>().iter().flatten().map(|v| json!(v)).collect(),
+                    DataType::Int64 => c.as_primitive::<Int64Type>().iter().flatten().map(|v| json!(v)).collect(),
+                    DataType::Float32 => c.as_primitive::<Float32Type>().iter().flatten().map(|v| json!(f64::from(v))).collect(),
+                    DataType::Float64 => c.as_primitive::<Float64Type>().iter().flatten().map(|v| json!(v)).collect(),
+                    DataType::Date32 => c
+                        .as_primitive::<Date32Type>()
+                        .iter()
+                        .flatten()
+                        .map(|d| json!(chrono::DateTime::from_timestamp(i64::from(d) * 86_400, 0).unwrap().format("%Y-%m-%d").to_string()))
+                        .collect(),
+                    DataType::Utf8 => c.as_string::<i32>().iter().flatten().map(|s| json!(s)).collect(),
+                    _ => Vec::new(),
+                }
+            })
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let cmp = |a: &Value, b: &Value| match (a, b) {
+            (Value::String(x), Value::String(y)) => x.as_bytes().cmp(y.as_bytes()),
+            (Value::Number(x), Value::Number(y)) => {
+                x.as_f64().unwrap().total_cmp(&y.as_f64().unwrap())
+            }
+            _ => unreachable!(),
+        };
+        let min = values.iter().min_by(|a, b| cmp(a, b)).unwrap();
+        let max = values.iter().max_by(|a, b| cmp(a, b)).unwrap();
+        let long_string = values.iter().any(|v| v.as_str().is_some_and(|s| s.chars().count() > 32));
+        match (stats["minValues"].get(name), stats["maxValues"].get(name)) {
+            (Some(lo), Some(hi)) if !long_string => {
+                assert_eq!(cmp(lo, min), std::cmp::Ordering::Equal, "{path}: min of {name}");
+                assert_eq!(cmp(hi, max), std::cmp::Ordering::Equal, "{path}: max of {name}");
+            }
+            (Some(lo), Some(hi)) => {
+                assert_ne!(cmp(lo, min), std::cmp::Ordering::Greater, "{path}: min of {name}");
+                assert_ne!(cmp(hi, max), std::cmp::Ordering::Less, "{path}: max of {name}");
+            }
+            _ => {
+                let has_nan = values.iter().any(|v| v.as_f64().is_some_and(f64::is_nan));
+                assert!(!strict || has_nan, "{path}: no min/max for {name}");
+            }
+        }
+    }
+}
+
+/// Optimizes a copy of `name` and checks everything the foundation issue asks for.
+fn check_table(name: &str, options: &OptimizeOptions, idempotent: bool) {
+    let fixture = Fixture::copy(name);
+    let location = fixture.location();
+    let before_rows = rows(&location);
+    let before = load(&location);
+    let before_paths: BTreeSet<String> = before.files.iter().map(|f| f.path.clone()).collect();
+    let strict = !before.properties.keys().any(|k| k.starts_with("delta.dataSkipping"));
+
+    let outcome = optimize(&location, options).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let after = load(&location);
+    let after_paths: BTreeSet<String> = after.files.iter().map(|f| f.path.clone()).collect();
+    assert_eq!(rows(&location), before_rows, "{name}: the row multiset changed");
+
+    match outcome.version {
+        None => {
+            assert_eq!(after.version, before.version, "{name}: nothing to do must not commit");
+            assert_eq!(after_paths, before_paths);
+        }
+        Some(version) => {
+            assert_eq!(version, before.version + 1);
+            let actions = fixture.commit(version);
+            let info = &actions[0]["commitInfo"];
+            assert_eq!(info["operation"], json!("OPTIMIZE"));
+            assert_eq!(info["operationParameters"]["zOrderBy"], json!("[]"));
+            let removed: BTreeSet<String> = actions
+                .iter()
+                .filter_map(|a| a.get("remove"))
+                .map(|r| {
+                    assert_eq!(r["dataChange"], json!(false));
+                    assert_eq!(r["extendedFileMetadata"], json!(true));
+                    decode(r["path"].as_str().unwrap())
+                })
+                .collect();
+            let added: Vec<&Value> = actions.iter().filter_map(|a| a.get("add")).collect();
+            let added_paths: BTreeSet<String> = added
+                .iter()
+                .map(|a| decode(a["path"].as_str().unwrap()))
+                .collect();
+            assert_eq!(removed.len() as u64, outcome.files_removed);
+            assert_eq!(added.len() as u64, outcome.files_added);
+            assert_eq!(
+                info["operationMetrics"]["numRemovedFiles"],
+                json!(removed.len().to_string())
+            );
+            let expected: BTreeSet<String> = before_paths
+                .difference(&removed)
+                .cloned()
+                .chain(added_paths.iter().cloned())
+                .collect();
+            assert_eq!(after_paths, expected, "{name}: active files");
+            assert!(removed.is_subset(&before_paths));
+            for add in &added {
+                check_added_file(&fixture, add, strict);
+            }
+            // The rows counted by the outcome are the rows in the new files.
+            let added_rows: u64 = added
+                .iter()
+                .map(|a| {
+                    serde_json::from_str::<Value>(a["stats"].as_str().unwrap()).unwrap()
+                        ["numRecords"]
+                        .as_u64()
+                        .unwrap()
+                })
+                .sum();
+            assert_eq!(added_rows, outcome.rows, "{name}");
+        }
+    }
+    // A second run on the unchanged table is a no-op, or, when the compacted files came out
+    // smaller than the minimum size (a tiny target), rewrites only files the first run wrote.
+    let first_run_files: BTreeSet<String> = after_paths.difference(&before_paths).cloned().collect();
+    let again = optimize(&location, options).unwrap();
+    if idempotent {
+        assert_eq!(again.version, None, "{name}: second run rewrote files");
+        assert_eq!(load(&location).version, after.version);
+    } else {
+        let again_after: BTreeSet<String> = load(&location).files.iter().map(|f| f.path.clone()).collect();
+        let removed_again: BTreeSet<String> = after_paths.difference(&again_after).cloned().collect();
+        assert!(removed_again.is_subset(&first_run_files), "{name}: second run rewrote original files");
+        assert_eq!(rows(&location), before_rows, "{name}: second run changed rows");
+    }
+}
+
+#[test]
+fn compaction_keeps_rows_files_and_stats_on_every_accepted_table() {
+    for name in ACCEPTED {
+        check_table(name, &OptimizeOptions::default(), true);
+    }
+}
+
+#[test]
+fn small_target_packs_several_bins_and_rolls_files() {
+    let options = OptimizeOptions::default().with_plan(
+        PlanOptions::default()
+            .with_target_file_bytes(Some(3_000))
+            .with_min_file_bytes(Some(1_000)),
+    );
+    // 101 files of about 540 bytes: bins of 5 files each.
+    let fixture = Fixture::copy("v2-checkpoint-sidecars");
+    let location = fixture.location();
+    let before_rows = rows(&location);
+    let outcome = optimize(&location, &options).unwrap();
+    assert!(outcome.bins > 10, "{} bins", outcome.bins);
+    for bin in outcome.plan.bins() {
+        assert!(bin.input_bytes <= 3_000);
+    }
+    assert_eq!(rows(&location), before_rows);
+    check_table("v2-checkpoint-sidecars", &options, false);
+    check_table("multipart-checkpoint", &options.clone().with_threads(1), false);
+}
+
+#[test]
+fn where_selects_partitions() {
+    let fixture = Fixture::copy("partitioned-string-null");
+    let location = fixture.location();
+    let before = load(&location);
+    let before_rows = rows(&location);
+    let options = OptimizeOptions::default()
+        .with_plan(PlanOptions::default().with_predicate(Some("letter = 'b'".into())));
+    let outcome = optimize(&location, &options).unwrap();
+    assert_eq!(outcome.version, None, "partition b has one file: nothing to do");
+    let options = OptimizeOptions::default()
+        .with_plan(PlanOptions::default().with_predicate(Some("letter IN ('a', 'b')".into())));
+    let outcome = optimize(&location, &options).unwrap();
+    assert_eq!(outcome.files_removed, 2);
+    assert_eq!(outcome.plan.partitions.len(), 1);
+    assert_eq!(outcome.plan.partitions[0].values, vec![Some("a".to_string())]);
+    let after = load(&location);
+    assert_eq!(after.files.len(), before.files.len() - 1);
+    assert_eq!(rows(&location), before_rows);
+}
+
+#[test]
+fn deletion_vectors_over_the_ratio_are_rewritten_alone() {
+    // Two files of 250 rows with 46 deleted rows between them: with a large minimum size
+    // disabled (min 0), only the deleted-row ratio makes them candidates.
+    let fixture = Fixture::copy("dv-with-checkpoints");
+    let location = fixture.location();
+    let before_rows = rows(&location);
+    assert_eq!(before_rows.len(), 454);
+    let options = OptimizeOptions::default().with_plan(
+        PlanOptions::default()
+            .with_min_file_bytes(Some(0))
+            .with_max_deleted_ratio(0.01),
+    );
+    let outcome = optimize(&location, &options).unwrap();
+    assert_eq!(outcome.files_removed, 2);
+    assert_eq!(outcome.rows, 454);
+    let after = load(&location);
+    assert!(after.files.iter().all(|f| f.deletion_vector.is_none()));
+    assert_eq!(rows(&location), before_rows);
+    // With a ratio above every file's, nothing is a candidate.
+    let fixture = Fixture::copy("dv-with-checkpoints");
+    let options = OptimizeOptions::default().with_plan(
+        PlanOptions::default()
+            .with_min_file_bytes(Some(0))
+            .with_max_deleted_ratio(0.9),
+    );
+    assert_eq!(optimize(&fixture.location(), &options).unwrap().version, None);
+}
+
+#[test]
+fn refused_features_are_named_and_nothing_is_written() {
+    let fixture = Fixture::copy("row-tracking-liquid");
+    let listing = fixture.listing();
+    let err = optimize(&fixture.location(), &OptimizeOptions::default())
+        .unwrap_err()
+        .to_string();
+    for feature in ["rowTracking", "domainMetadata", "liquid"] {
+        assert!(err.contains(feature), "{err}");
+    }
+    assert_eq!(fixture.listing(), listing);
+}
+
+#[test]
+fn dry_run_writes_nothing() {
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let listing = fixture.listing();
+    let outcome = optimize(
+        &fixture.location(),
+        &OptimizeOptions::default().with_dry_run(true),
+    )
+    .unwrap();
+    assert_eq!(outcome.version, None);
+    assert_eq!(outcome.files_removed, 30);
+    assert_eq!(outcome.plan.bins().count(), 1);
+    assert_eq!(fixture.listing(), listing);
+}
