@@ -109,7 +109,10 @@ impl FileSizeMetrics {
             ("numRemovedBytes", self.num_removed_bytes),
             ("numAddedFiles", self.num_added_files),
             ("numAddedBytes", self.num_added_bytes),
-            ("numDeletionVectorsRemoved", self.num_deletion_vectors_removed),
+            (
+                "numDeletionVectorsRemoved",
+                self.num_deletion_vectors_removed,
+            ),
             ("minFileSize", self.min_file_size),
             ("p25FileSize", self.p25_file_size),
             ("p50FileSize", self.p50_file_size),
@@ -143,7 +146,10 @@ pub fn actions(
         None => "[]".to_string(),
     };
     let mut info = HashMap::new();
-    info.insert("operationMetrics".to_string(), metrics.to_operation_metrics());
+    info.insert(
+        "operationMetrics".to_string(),
+        metrics.to_operation_metrics(),
+    );
     let commit_info = CommitInfo {
         timestamp: Some(now),
         operation: Some("OPTIMIZE".to_string()),
@@ -240,7 +246,11 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
     let mut version = table.version + 1;
     for _ in 0..MAX_COMMIT_ATTEMPTS {
         match log_store
-            .write_commit_entry(version, CommitOrBytes::LogBytes(bytes.clone()), operation_id)
+            .write_commit_entry(
+                version,
+                CommitOrBytes::LogBytes(bytes.clone()),
+                operation_id,
+            )
             .await
         {
             Ok(()) => return Ok(version),
@@ -303,7 +313,11 @@ async fn check_winning_commit(
             };
             let decoded = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
             if rewritten.contains(decoded.as_ref()) {
-                let verb = if kind == "remove" { "removed" } else { "re-added" };
+                let verb = if kind == "remove" {
+                    "removed"
+                } else {
+                    "re-added"
+                };
                 return Err(conflict(format!(
                     "{verb} data file '{decoded}', which this run rewrote"
                 )));

@@ -59,7 +59,7 @@ pub enum Error {
         table: String,
         /// What deltalake reported.
         #[source]
-        source: DeltaTableError,
+        source: Box<DeltaTableError>,
     },
     /// The table uses protocol features this tool cannot rewrite safely. Nothing was written.
     #[error(
@@ -110,7 +110,7 @@ pub enum Error {
         context: String,
         /// The deltalake error.
         #[source]
-        source: DeltaTableError,
+        source: Box<DeltaTableError>,
     },
     /// The object store failed on `path`.
     #[error("storage operation failed on '{path}'")]
@@ -119,7 +119,7 @@ pub enum Error {
         path: String,
         /// The object store error.
         #[source]
-        source: ObjectStoreError,
+        source: Box<ObjectStoreError>,
     },
     /// Writing or reading Parquet failed on `path`.
     #[error("parquet error on '{path}'")]
@@ -178,7 +178,7 @@ impl Error {
     pub fn delta(context: impl Into<String>, source: DeltaTableError) -> Self {
         Error::Delta {
             context: context.into(),
-            source,
+            source: Box::new(source),
         }
     }
 

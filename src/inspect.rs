@@ -93,7 +93,10 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
             crate::size::parse_size(PROP_TARGET_FILE_SIZE, text)?,
             TargetSource::TableProperty,
         ),
-        (None, None) => (autotuned_target_bytes(totals.bytes), TargetSource::Autotuned),
+        (None, None) => (
+            autotuned_target_bytes(totals.bytes),
+            TargetSource::Autotuned,
+        ),
     };
     #[expect(
         clippy::cast_possible_truncation,
@@ -110,7 +113,11 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
         } else {
             64 - file.size_bytes.leading_zeros()
         };
-        let lower = if exponent == 0 { 0 } else { 1u64 << (exponent - 1) };
+        let lower = if exponent == 0 {
+            0
+        } else {
+            1u64 << (exponent - 1)
+        };
         let upper = 1u64.checked_shl(exponent).unwrap_or(u64::MAX);
         let bucket = buckets.entry(exponent).or_insert(SizeBucket {
             lower_bytes: lower,
@@ -165,14 +172,21 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
             .iter()
             .filter(|f| f.deletion_vector.is_some())
             .count() as u64,
-        deleted_rows: table.files.iter().map(crate::table::DataFile::num_deleted_rows).sum(),
+        deleted_rows: table
+            .files
+            .iter()
+            .map(crate::table::DataFile::num_deleted_rows)
+            .sum(),
         partitions: partitions.len() as u64,
         partition_columns: table.partition_columns.clone(),
         target_file_bytes: target,
         target_source: source,
         files_below_target: table.files.iter().filter(|f| f.size_bytes < target).count() as u64,
-        files_below_min_size: table.files.iter().filter(|f| f.size_bytes < min_size).count()
-            as u64,
+        files_below_min_size: table
+            .files
+            .iter()
+            .filter(|f| f.size_bytes < min_size)
+            .count() as u64,
         size_histogram: buckets.into_values().collect(),
         columns,
         protocol: table.protocol.clone(),

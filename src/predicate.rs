@@ -93,6 +93,9 @@ impl fmt::Display for Literal {
     }
 }
 
+/// Looks up a column's Delta type and value (the log's string, `None` for null).
+pub type ValueOf<'a> = dyn Fn(&[String]) -> Result<(&'a DataType, Option<&'a str>)> + 'a;
+
 /// A parsed predicate (the abstract syntax tree).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Predicate {
@@ -162,10 +165,7 @@ impl Predicate {
         };
         let predicate = parser.or()?;
         if parser.pos < parser.tokens.len() {
-            return Err(parser.error(&format!(
-                "unexpected '{}'",
-                parser.tokens[parser.pos].1
-            )));
+            return Err(parser.error(&format!("unexpected '{}'", parser.tokens[parser.pos].1)));
         }
         Ok(predicate)
     }
@@ -205,10 +205,7 @@ impl Predicate {
     /// # Errors
     /// [`Error::InvalidPredicate`] when a literal does not fit the column's type, or the
     /// column's value does not parse as its type; errors of `value_of` pass through.
-    pub fn evaluate<'a>(
-        &self,
-        value_of: &dyn Fn(&[String]) -> Result<(&'a DataType, Option<&'a str>)>,
-    ) -> Result<Option<bool>> {
+    pub fn evaluate<'a>(&self, value_of: &ValueOf<'a>) -> Result<Option<bool>> {
         Ok(match self {
             Self::And(a, b) => match (a.evaluate(value_of)?, b.evaluate(value_of)?) {
                 (Some(false), _) | (_, Some(false)) => Some(false),
@@ -352,9 +349,10 @@ fn parse_typed(data_type: &DataType, text: &str) -> Option<Typed> {
     };
     let text = text.trim();
     match p {
-        PrimitiveType::Byte | PrimitiveType::Short | PrimitiveType::Integer | PrimitiveType::Long => {
-            text.parse::<i128>().ok().map(Typed::Int)
-        }
+        PrimitiveType::Byte
+        | PrimitiveType::Short
+        | PrimitiveType::Integer
+        | PrimitiveType::Long => text.parse::<i128>().ok().map(Typed::Int),
         PrimitiveType::Float | PrimitiveType::Double | PrimitiveType::Decimal(_) => {
             text.parse::<f64>().ok().map(Typed::Float)
         }
@@ -375,7 +373,12 @@ fn parse_typed(data_type: &DataType, text: &str) -> Option<Typed> {
 fn parse_timestamp(text: &str) -> Option<Typed> {
     let text = text.trim_end_matches('Z');
     let text = text.strip_suffix("+00:00").unwrap_or(text);
-    for format in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"] {
+    for format in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ] {
         if let Ok(ts) = NaiveDateTime::parse_from_str(text, format) {
             return Some(Typed::Timestamp(ts));
         }
@@ -560,10 +563,10 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn error(&self, message: &str) -> Error {
-        let at = self
-            .tokens
-            .get(self.pos)
-            .map_or_else(|| "at the end".to_string(), |t| format!("at character {}", t.0 + 1));
+        let at = self.tokens.get(self.pos).map_or_else(
+            || "at the end".to_string(),
+            |t| format!("at character {}", t.0 + 1),
+        );
         Error::InvalidPredicate {
             predicate: self.text.to_string(),
             message: format!("{message} {at}"),
@@ -575,11 +578,11 @@ impl Parser<'_> {
     }
 
     fn keyword(&mut self, word: &str) -> bool {
-        if let Some(Token::Ident(s)) = self.peek() {
-            if s.eq_ignore_ascii_case(word) {
-                self.pos += 1;
-                return true;
-            }
+        if let Some(Token::Ident(s)) = self.peek()
+            && s.eq_ignore_ascii_case(word)
+        {
+            self.pos += 1;
+            return true;
         }
         false
     }
@@ -721,9 +724,11 @@ impl Parser<'_> {
 }
 
 fn is_reserved(word: &str) -> bool {
-    ["AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE"]
-        .iter()
-        .any(|k| k.eq_ignore_ascii_case(word))
+    [
+        "AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE",
+    ]
+    .iter()
+    .any(|k| k.eq_ignore_ascii_case(word))
 }
 
 #[cfg(test)]
@@ -756,25 +761,82 @@ mod tests {
             expected: Option<bool>,
         }
         for Case { text, expected } in [
-            Case { text: "p = 10", expected: Some(true) },
-            Case { text: "p > 9 AND p < 11", expected: Some(true) },
-            Case { text: "p >= 11 OR s = 'a'", expected: Some(true) },
-            Case { text: "p != 10", expected: Some(false) },
-            Case { text: "p IN (1, 2, 10)", expected: Some(true) },
-            Case { text: "p NOT IN (1, 2)", expected: Some(true) },
-            Case { text: "p IN (1, NULL)", expected: None },
-            Case { text: "n = 1", expected: None },
-            Case { text: "NOT n = 1", expected: None },
-            Case { text: "n IS NULL", expected: Some(true) },
-            Case { text: "n IS NOT NULL OR p = 10", expected: Some(true) },
-            Case { text: "n = 1 AND p = 11", expected: Some(false) },
-            Case { text: "p BETWEEN 10 AND 12", expected: Some(true) },
-            Case { text: "p NOT BETWEEN 10 AND 12", expected: Some(false) },
-            Case { text: "d < DATE '2024-02-01'", expected: Some(true) },
-            Case { text: "s = 'it''s'", expected: Some(false) },
-            Case { text: "(s = 'a' OR s = 'b') AND NOT p = 3", expected: Some(true) },
-            Case { text: "p == 10", expected: Some(true) },
-            Case { text: "p <> 10", expected: Some(false) },
+            Case {
+                text: "p = 10",
+                expected: Some(true),
+            },
+            Case {
+                text: "p > 9 AND p < 11",
+                expected: Some(true),
+            },
+            Case {
+                text: "p >= 11 OR s = 'a'",
+                expected: Some(true),
+            },
+            Case {
+                text: "p != 10",
+                expected: Some(false),
+            },
+            Case {
+                text: "p IN (1, 2, 10)",
+                expected: Some(true),
+            },
+            Case {
+                text: "p NOT IN (1, 2)",
+                expected: Some(true),
+            },
+            Case {
+                text: "p IN (1, NULL)",
+                expected: None,
+            },
+            Case {
+                text: "n = 1",
+                expected: None,
+            },
+            Case {
+                text: "NOT n = 1",
+                expected: None,
+            },
+            Case {
+                text: "n IS NULL",
+                expected: Some(true),
+            },
+            Case {
+                text: "n IS NOT NULL OR p = 10",
+                expected: Some(true),
+            },
+            Case {
+                text: "n = 1 AND p = 11",
+                expected: Some(false),
+            },
+            Case {
+                text: "p BETWEEN 10 AND 12",
+                expected: Some(true),
+            },
+            Case {
+                text: "p NOT BETWEEN 10 AND 12",
+                expected: Some(false),
+            },
+            Case {
+                text: "d < DATE '2024-02-01'",
+                expected: Some(true),
+            },
+            Case {
+                text: "s = 'it''s'",
+                expected: Some(false),
+            },
+            Case {
+                text: "(s = 'a' OR s = 'b') AND NOT p = 3",
+                expected: Some(true),
+            },
+            Case {
+                text: "p == 10",
+                expected: Some(true),
+            },
+            Case {
+                text: "p <> 10",
+                expected: Some(false),
+            },
         ] {
             let got = eval(
                 text,
@@ -798,7 +860,16 @@ mod tests {
 
     #[test]
     fn parse_errors_say_where() {
-        for text in ["p =", "p = 1 AND", "(p = 1", "p ~ 1", "= 1", "p IN 1", "'a' = p", "p = 'x"] {
+        for text in [
+            "p =",
+            "p = 1 AND",
+            "(p = 1",
+            "p ~ 1",
+            "= 1",
+            "p IN 1",
+            "'a' = p",
+            "p = 'x",
+        ] {
             let err = Predicate::parse(text).unwrap_err().to_string();
             assert!(err.contains("invalid predicate"), "{text}: {err}");
         }

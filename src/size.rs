@@ -70,7 +70,10 @@ pub fn parse_size(option: &str, text: &str) -> Result<u64> {
     let value: f64 = number
         .parse()
         .map_err(|_| bad(format!("'{number}' is not a number")))?;
-    #[expect(clippy::cast_precision_loss, reason = "units are at most 2^40, exact in f64")]
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "units are at most 2^40, exact in f64"
+    )]
     let bytes = (value * multiplier as f64).round();
     if !(0.0..=9.0e18).contains(&bytes) {
         return Err(bad(format!("'{text}' does not fit in 64 bits")));
@@ -114,16 +117,46 @@ mod tests {
             bytes: u64,
         }
         for Case { text, bytes } in [
-            Case { text: "0", bytes: 0 },
-            Case { text: "1048576", bytes: 1_048_576 },
-            Case { text: "64MiB", bytes: 64 * MIB },
-            Case { text: "64 mib", bytes: 64 * MIB },
-            Case { text: "1GB", bytes: 1_000_000_000 },
-            Case { text: "1g", bytes: GIB },
-            Case { text: "2TiB", bytes: 2 * TIB },
-            Case { text: "0.5KiB", bytes: 512 },
-            Case { text: "10B", bytes: 10 },
-            Case { text: "3kb", bytes: 3000 },
+            Case {
+                text: "0",
+                bytes: 0,
+            },
+            Case {
+                text: "1048576",
+                bytes: 1_048_576,
+            },
+            Case {
+                text: "64MiB",
+                bytes: 64 * MIB,
+            },
+            Case {
+                text: "64 mib",
+                bytes: 64 * MIB,
+            },
+            Case {
+                text: "1GB",
+                bytes: 1_000_000_000,
+            },
+            Case {
+                text: "1g",
+                bytes: GIB,
+            },
+            Case {
+                text: "2TiB",
+                bytes: 2 * TIB,
+            },
+            Case {
+                text: "0.5KiB",
+                bytes: 512,
+            },
+            Case {
+                text: "10B",
+                bytes: 10,
+            },
+            Case {
+                text: "3kb",
+                bytes: 3000,
+            },
         ] {
             assert_eq!(parse_size("--x", text).unwrap(), bytes, "{text}");
         }
@@ -131,7 +164,15 @@ mod tests {
 
     #[test]
     fn rejects_bad_sizes_naming_the_option() {
-        for text in ["", "MiB", "-1", "12 parsecs", "1.2.3MiB", "99999999999999999999", "20000000TiB"] {
+        for text in [
+            "",
+            "MiB",
+            "-1",
+            "12 parsecs",
+            "1.2.3MiB",
+            "99999999999999999999",
+            "20000000TiB",
+        ] {
             let err = parse_size("--target-size", text).unwrap_err().to_string();
             assert!(err.contains("--target-size"), "{text}: {err}");
         }

@@ -63,7 +63,11 @@ mod tests {
 
     fn totals(items: &[(usize, u64)], bins: &[Vec<usize>]) -> Vec<u64> {
         bins.iter()
-            .map(|b| b.iter().map(|i| items.iter().find(|x| x.0 == *i).unwrap().1).sum())
+            .map(|b| {
+                b.iter()
+                    .map(|i| items.iter().find(|x| x.0 == *i).unwrap().1)
+                    .sum()
+            })
             .collect()
     }
 
@@ -73,7 +77,9 @@ mod tests {
         let mut state: u64 = 42;
         let items: Vec<(usize, u64)> = (0..2000)
             .map(|i| {
-                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
                 (i, 1 + (state >> 33) % 120)
             })
             .collect();
@@ -88,7 +94,11 @@ mod tests {
         let big = items.iter().filter(|x| x.1 >= 100).count();
         let small: u64 = items.iter().filter(|x| x.1 < 100).map(|x| x.1).sum();
         let lower = big + usize::try_from(small.div_ceil(100)).unwrap();
-        assert!(bins.len() * 9 <= lower * 11 + 9, "{} bins vs bound {lower}", bins.len());
+        assert!(
+            bins.len() * 9 <= lower * 11 + 9,
+            "{} bins vs bound {lower}",
+            bins.len()
+        );
     }
 
     #[test]

@@ -98,7 +98,10 @@ impl PlanOptions {
     /// `[0, 1]`.
     pub fn validate(&self) -> Result<()> {
         if self.target_file_bytes == Some(0) {
-            return Err(Error::invalid_option("--target-size", "must be greater than 0"));
+            return Err(Error::invalid_option(
+                "--target-size",
+                "must be greater than 0",
+            ));
         }
         if !(0.0..=1.0).contains(&self.max_deleted_ratio) {
             return Err(Error::invalid_option(
@@ -343,7 +346,10 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                     .iter()
                     .position(|c| c == &column[0])
                     .ok_or_else(|| Error::Internal(format!("column {column:?} not resolved")))?;
-                Ok((partition_type(table, position)?, values[position].as_deref()))
+                Ok((
+                    partition_type(table, position)?,
+                    values[position].as_deref(),
+                ))
             })?;
             if selected != Some(true) {
                 continue;
@@ -454,7 +460,9 @@ fn partition_predicate(table: &TableView, text: &str) -> Result<Predicate> {
         Err(Error::UnknownColumn {
             column: name,
             message: if is_data_column {
-                format!("in --where is not a partition column ({known}); --where selects partitions only")
+                format!(
+                    "in --where is not a partition column ({known}); --where selects partitions only"
+                )
             } else {
                 format!("in --where does not exist in the table ({known})")
             },
@@ -491,7 +499,10 @@ mod tests {
     #[test]
     fn autotune_follows_databricks_curve() {
         assert_eq!(autotuned_target_bytes(0), 256 << 20);
-        assert_eq!(autotuned_target_bytes(AUTOTUNE_SMALL_TABLE_BYTES), 256 << 20);
+        assert_eq!(
+            autotuned_target_bytes(AUTOTUNE_SMALL_TABLE_BYTES),
+            256 << 20
+        );
         assert_eq!(autotuned_target_bytes(AUTOTUNE_LARGE_TABLE_BYTES), 1 << 30);
         assert_eq!(autotuned_target_bytes(u64::MAX), 1 << 30);
         // Half way between 2.56 TB and 10 TB: half way between 256 MiB and 1 GiB.

@@ -153,13 +153,13 @@ fn run_bin(
                 bin.id
             )));
         }
-        if let Some(expected) = bin.input_rows {
-            if expected != rows {
-                return Err(Error::Internal(format!(
-                    "bin {} read {rows} live rows but the log records {expected}",
-                    bin.id
-                )));
-            }
+        if let Some(expected) = bin.input_rows
+            && expected != rows
+        {
+            return Err(Error::Internal(format!(
+                "bin {} read {rows} live rows but the log records {expected}",
+                bin.id
+            )));
         }
         Ok(BinOutcome {
             bin_id: bin.id,

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use delta_kernel::StorageHandler;
 use deltalake::arrow::array::{
     Array, ArrayRef, BooleanArray, ListArray, MapArray, RecordBatch, RecordBatchOptions,
     StructArray, new_null_array,
@@ -14,10 +15,11 @@ use deltalake::arrow::array::{
 use deltalake::arrow::compute::{cast, filter_record_batch};
 use deltalake::arrow::datatypes::{DataType as ArrowType, Field, FieldRef, Fields, SchemaRef};
 use deltalake::parquet::arrow::PARQUET_FIELD_ID_META_KEY;
-use deltalake::parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use deltalake::parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use deltalake::{ObjectStore, Path};
 use object_store::ObjectStoreExt as _;
-use delta_kernel::StorageHandler;
 use url::Url;
 
 use crate::error::{Error, Result};
@@ -86,17 +88,19 @@ impl Reader {
             source: Some(Box::new(source)),
         };
         let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-        let builder =
-            ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options).map_err(corrupt)?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options)
+            .map_err(corrupt)?;
         let physical_rows = u64::try_from(builder.metadata().file_metadata().num_rows())
             .map_err(|_| Error::data_file(&file.path, "has a negative row count"))?;
-        if let Some(recorded) = file.num_records() {
-            if recorded != physical_rows {
-                return Err(Error::data_file(
-                    &file.path,
-                    format!("has {physical_rows} rows but its add action records numRecords {recorded}"),
-                ));
-            }
+        if let Some(recorded) = file.num_records()
+            && recorded != physical_rows
+        {
+            return Err(Error::data_file(
+                &file.path,
+                format!(
+                    "has {physical_rows} rows but its add action records numRecords {recorded}"
+                ),
+            ));
         }
         let deleted = self.deleted_rows(file)?;
         let reader = builder
@@ -112,19 +116,23 @@ impl Reader {
                 source: Some(Box::new(source)),
             })?;
             let rows = batch.num_rows() as u64;
-            let aligned = align_batch(&batch, &self.target_schema, self.column_mapping)
-                .map_err(|e| match e {
-                    Error::DataFile { message, source, .. } => Error::DataFile {
+            let aligned = align_batch(&batch, &self.target_schema, self.column_mapping).map_err(
+                |e| match e {
+                    Error::DataFile {
+                        message, source, ..
+                    } => Error::DataFile {
                         path: file.path.clone(),
                         message,
                         source,
                     },
                     other => other,
-                })?;
+                },
+            )?;
             let kept = match &deleted {
                 Some(dv) => {
-                    let mask: BooleanArray =
-                        (offset..offset + rows).map(|r| Some(!dv.contains(r))).collect();
+                    let mask: BooleanArray = (offset..offset + rows)
+                        .map(|r| Some(!dv.contains(r)))
+                        .collect();
                     filter_record_batch(&aligned, &mask)
                         .map_err(|e| Error::arrow("applying a deletion vector", e))?
                 }
@@ -168,7 +176,10 @@ impl Reader {
         };
         let kernel: delta_kernel::actions::deletion_vector::DeletionVectorDescriptor =
             descriptor.clone().try_into().map_err(|e| {
-                bad("has a deletion vector descriptor that does not parse".into(), e)
+                bad(
+                    "has a deletion vector descriptor that does not parse".into(),
+                    e,
+                )
             })?;
         let treemap = kernel
             .read(self.storage.clone(), &self.table_url)
@@ -178,7 +189,10 @@ impl Reader {
 }
 
 fn field_id(field: &Field) -> Option<&str> {
-    field.metadata().get(PARQUET_FIELD_ID_META_KEY).map(String::as_str)
+    field
+        .metadata()
+        .get(PARQUET_FIELD_ID_META_KEY)
+        .map(String::as_str)
 }
 
 fn find_field<'a>(
@@ -186,14 +200,19 @@ fn find_field<'a>(
     target: &Field,
     mode: ColumnMappingMode,
 ) -> Option<(usize, &'a FieldRef)> {
-    if mode == ColumnMappingMode::Id {
-        if let Some(id) = field_id(target) {
-            if let Some(found) = fields.iter().enumerate().find(|(_, f)| field_id(f) == Some(id)) {
-                return Some(found);
-            }
-        }
+    if mode == ColumnMappingMode::Id
+        && let Some(id) = field_id(target)
+        && let Some(found) = fields
+            .iter()
+            .enumerate()
+            .find(|(_, f)| field_id(f) == Some(id))
+    {
+        return Some(found);
     }
-    fields.iter().enumerate().find(|(_, f)| f.name() == target.name())
+    fields
+        .iter()
+        .enumerate()
+        .find(|(_, f)| f.name() == target.name())
 }
 
 /// Aligns a decoded batch to `target`: columns matched by physical name (or field id),
@@ -228,7 +247,13 @@ fn align_array(array: &ArrayRef, target: &Field, mode: ColumnMappingMode) -> Res
     if array.data_type() == target.data_type() {
         return Ok(array.clone());
     }
-    let context = || format!("converting column '{}' to {}", target.name(), target.data_type());
+    let context = || {
+        format!(
+            "converting column '{}' to {}",
+            target.name(),
+            target.data_type()
+        )
+    };
     match (target.data_type(), array.data_type()) {
         (ArrowType::Struct(target_fields), ArrowType::Struct(_)) => {
             let source = array

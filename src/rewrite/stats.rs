@@ -27,8 +27,8 @@ use deltalake::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray
 use deltalake::arrow::buffer::NullBuffer;
 use deltalake::arrow::compute::{filter, is_not_null};
 use deltalake::arrow::datatypes::{
-    DataType as ArrowType, Date32Type, Decimal128Type, DecimalType, Float32Type, Float64Type, Int8Type,
-    Int16Type, Int32Type, Int64Type, TimeUnit, TimestampMicrosecondType,
+    DataType as ArrowType, Date32Type, Decimal128Type, DecimalType, Float32Type, Float64Type,
+    Int8Type, Int16Type, Int32Type, Int64Type, TimeUnit, TimestampMicrosecondType,
 };
 
 use crate::error::{Error, Result};
@@ -203,11 +203,11 @@ impl StatsCollector {
                 continue;
             }
             let kind = leaf_kind(&leaf.data_type);
-            if let (Some(lo), Some(hi)) = (&state.min, &state.max) {
-                if let (Some(lo), Some(hi)) = (render(lo, kind, false), render(hi, kind, true)) {
-                    min.insert(&leaf.physical, Json::Raw(lo));
-                    max.insert(&leaf.physical, Json::Raw(hi));
-                }
+            if let (Some(lo), Some(hi)) = (&state.min, &state.max)
+                && let (Some(lo), Some(hi)) = (render(lo, kind, false), render(hi, kind, true))
+            {
+                min.insert(&leaf.physical, Json::Raw(lo));
+                max.insert(&leaf.physical, Json::Raw(hi));
             }
         }
         let mut out = String::new();
@@ -285,15 +285,15 @@ fn leaf_kind(data_type: &deltalake::kernel::DataType) -> Kind {
 
 fn merge(state: &mut LeafState, lo: Option<Bound>, hi: Option<Bound>) {
     state.supported = true;
-    if let Some(lo) = lo {
-        if state.min.as_ref().is_none_or(|m| lo < *m) {
-            state.min = Some(lo);
-        }
+    if let Some(lo) = lo
+        && state.min.as_ref().is_none_or(|m| lo < *m)
+    {
+        state.min = Some(lo);
     }
-    if let Some(hi) = hi {
-        if state.max.as_ref().is_none_or(|m| hi > *m) {
-            state.max = Some(hi);
-        }
+    if let Some(hi) = hi
+        && state.max.as_ref().is_none_or(|m| hi > *m)
+    {
+        state.max = Some(hi);
     }
 }
 
@@ -444,9 +444,21 @@ mod tests {
 
     #[test]
     fn decimals_and_dates_render_exactly() {
-        assert_eq!(render(&Bound::Int(-12_345), Kind::Decimal(10, 2), false).unwrap(), "-123.45");
-        assert_eq!(render(&Bound::Int(19_000), Kind::Date, false).unwrap(), "\"2022-01-08\"");
-        assert_eq!(render(&Bound::Float(0.5), Kind::Float, false).unwrap(), "0.5");
-        assert_eq!(render(&Bound::Float(f64::INFINITY), Kind::Float, true), None);
+        assert_eq!(
+            render(&Bound::Int(-12_345), Kind::Decimal(10, 2), false).unwrap(),
+            "-123.45"
+        );
+        assert_eq!(
+            render(&Bound::Int(19_000), Kind::Date, false).unwrap(),
+            "\"2022-01-08\""
+        );
+        assert_eq!(
+            render(&Bound::Float(0.5), Kind::Float, false).unwrap(),
+            "0.5"
+        );
+        assert_eq!(
+            render(&Bound::Float(f64::INFINITY), Kind::Float, true),
+            None
+        );
     }
 }

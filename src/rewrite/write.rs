@@ -141,11 +141,12 @@ impl RollingWriter {
             return Ok(());
         }
         if self.current.is_none() {
-            let writer = ArrowWriter::try_new(Vec::new(), self.schema.clone(), Some(self.properties()))
-                .map_err(|source| Error::Parquet {
-                    path: self.directory.clone(),
-                    source,
-                })?;
+            let writer =
+                ArrowWriter::try_new(Vec::new(), self.schema.clone(), Some(self.properties()))
+                    .map_err(|source| Error::Parquet {
+                        path: self.directory.clone(),
+                        source,
+                    })?;
             let stats = StatsCollector::new(self.leaves.clone(), self.with_tight_bounds);
             self.current = Some((writer, stats));
         }
@@ -188,7 +189,7 @@ impl RollingWriter {
             .block_on(self.store.put(&location, bytes.into()))
             .map_err(|source| Error::ObjectStore {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             })?;
         self.written.push(WrittenFile {
             path,
@@ -222,8 +223,14 @@ mod tests {
             partition_directory(&["ts".into()], &[Some("2021-09-08 11:11:11".into())]),
             "ts=2021-09-08 11%3A11%3A11"
         );
-        assert_eq!(partition_directory(&["d".into()], &[Some("😈".into())]), "d=😈");
-        assert_eq!(partition_directory(&["e".into()], &[Some(String::new())]), "e=__HIVE_DEFAULT_PARTITION__");
+        assert_eq!(
+            partition_directory(&["d".into()], &[Some("😈".into())]),
+            "d=😈"
+        );
+        assert_eq!(
+            partition_directory(&["e".into()], &[Some(String::new())]),
+            "e=__HIVE_DEFAULT_PARTITION__"
+        );
         assert_eq!(partition_directory(&[], &[]), "");
     }
 }

@@ -194,11 +194,22 @@ mod tests {
             3,
             7,
             &["deletionVectors"],
-            &["deletionVectors", "rowTracking", "domainMetadata", "clustering"],
+            &[
+                "deletionVectors",
+                "rowTracking",
+                "domainMetadata",
+                "clustering",
+            ],
         );
-        assert_eq!(p.unsupported(), ["clustering", "domainMetadata", "rowTracking"]);
+        assert_eq!(
+            p.unsupported(),
+            ["clustering", "domainMetadata", "rowTracking"]
+        );
         let err = p.check_writable("t").unwrap_err().to_string();
-        assert!(err.contains("rowTracking") && err.contains("clustering"), "{err}");
+        assert!(
+            err.contains("rowTracking") && err.contains("clustering"),
+            "{err}"
+        );
         assert_eq!(
             protocol(4, 8, &[], &[]).unsupported(),
             ["minReaderVersion 4", "minWriterVersion 8"]

@@ -148,7 +148,7 @@ impl TableView {
     pub async fn load(location: &str, version: Option<u64>) -> Result<Self> {
         let not_a_table = |source| Error::NotADeltaTable {
             table: location.to_string(),
-            source,
+            source: Box::new(source),
         };
         let url = deltalake::table::builder::parse_table_uri(location).map_err(not_a_table)?;
         let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(not_a_table)?;
@@ -228,7 +228,10 @@ impl TableView {
 
         let mut files = Vec::with_capacity(state.log_data().num_files());
         for view in state.log_data().iter() {
-            #[expect(deprecated, reason = "the only public way to get the complete add action")]
+            #[expect(
+                deprecated,
+                reason = "the only public way to get the complete add action"
+            )]
             let add = view.add_action();
             files.push(DataFile::from_add(add, &partition_physical_names)?);
         }
@@ -282,10 +285,10 @@ impl TableView {
     /// URLs, the URL otherwise.
     #[must_use]
     pub fn display_location(&self) -> String {
-        if self.location.scheme() == "file" {
-            if let Ok(path) = self.location.to_file_path() {
-                return path.display().to_string();
-            }
+        if self.location.scheme() == "file"
+            && let Ok(path) = self.location.to_file_path()
+        {
+            return path.display().to_string();
         }
         self.location.to_string()
     }
@@ -293,8 +296,9 @@ impl TableView {
 
 impl DataFile {
     fn from_add(add: Add, partition_physical_names: &[String]) -> Result<Self> {
-        let size_bytes = u64::try_from(add.size)
-            .map_err(|_| Error::data_file(&add.path, format!("has a negative size {}", add.size)))?;
+        let size_bytes = u64::try_from(add.size).map_err(|_| {
+            Error::data_file(&add.path, format!("has a negative size {}", add.size))
+        })?;
         let partition_values = partition_physical_names
             .iter()
             .map(|name| add.partition_values.get(name).cloned().flatten())

@@ -157,13 +157,13 @@ pub fn physical_arrow_schema(
 fn physical_field(field: &StructField, mode: ColumnMappingMode) -> Result<Field> {
     let data_type = arrow_type(field.data_type(), mode)?;
     let mut out = Field::new(physical_name(field, mode), data_type, field.is_nullable());
-    if mode == ColumnMappingMode::Id {
-        if let Some(id) = field_id(field) {
-            out = out.with_metadata(HashMap::from([(
-                PARQUET_FIELD_ID_META_KEY.to_string(),
-                id.to_string(),
-            )]));
-        }
+    if mode == ColumnMappingMode::Id
+        && let Some(id) = field_id(field)
+    {
+        out = out.with_metadata(HashMap::from([(
+            PARQUET_FIELD_ID_META_KEY.to_string(),
+            id.to_string(),
+        )]));
     }
     Ok(out)
 }
@@ -221,7 +221,9 @@ fn arrow_type(data_type: &DataType, mode: ColumnMappingMode) -> Result<ArrowType
                 .collect::<Result<Vec<_>>>()?,
         )),
         DataType::Variant(_) => {
-            return Err(Error::Internal("variant columns cannot be rewritten".into()));
+            return Err(Error::Internal(
+                "variant columns cannot be rewritten".into(),
+            ));
         }
     })
 }

@@ -43,7 +43,10 @@ impl FileStats {
             source,
         })?;
         let Value::Object(mut object) = value else {
-            return Err(Error::data_file(path, "has stats that are not a JSON object"));
+            return Err(Error::data_file(
+                path,
+                "has stats that are not a JSON object",
+            ));
         };
         let mut take_map = |key: &str| match object.remove(key) {
             Some(Value::Object(map)) => map,

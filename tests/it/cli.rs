@@ -32,7 +32,10 @@ fn expect_error(fixture: &Fixture, args: &[&str], needles: &[&str]) {
     assert!(message.starts_with("delta-layout: "), "{message}");
     assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
     for needle in needles {
-        assert!(message.contains(needle), "{args:?}: '{needle}' not in: {message}");
+        assert!(
+            message.contains(needle),
+            "{args:?}: '{needle}' not in: {message}"
+        );
     }
     assert_eq!(fixture.listing(), listing, "{args:?} changed the table");
 }
@@ -40,14 +43,46 @@ fn expect_error(fixture: &Fixture, args: &[&str], needles: &[&str]) {
 #[test]
 fn bad_options_name_the_option() {
     let fixture = Fixture::copy("partitioned-string-null");
-    expect_error(&fixture, &["optimize", "{}", "--target-size", "12 parsecs"], &["--target-size", "parsecs"]);
-    expect_error(&fixture, &["optimize", "{}", "--target-size", "0"], &["--target-size"]);
-    expect_error(&fixture, &["optimize", "{}", "--min-file-size", "x"], &["--min-file-size"]);
-    expect_error(&fixture, &["optimize", "{}", "--max-deleted-ratio", "2"], &["--max-deleted-ratio"]);
-    expect_error(&fixture, &["optimize", "{}", "--where", "nope = 1"], &["'nope'", "partition columns: letter"]);
-    expect_error(&fixture, &["optimize", "{}", "--where", "number = 1"], &["'number'", "not a partition column"]);
-    expect_error(&fixture, &["optimize", "{}", "--where", "letter = "], &["invalid predicate"]);
-    expect_error(&fixture, &["inspect", "{}", "--version", "99"], &["--version", "99"]);
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--target-size", "12 parsecs"],
+        &["--target-size", "parsecs"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--target-size", "0"],
+        &["--target-size"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--min-file-size", "x"],
+        &["--min-file-size"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--max-deleted-ratio", "2"],
+        &["--max-deleted-ratio"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--where", "nope = 1"],
+        &["'nope'", "partition columns: letter"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--where", "number = 1"],
+        &["'number'", "not a partition column"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--where", "letter = "],
+        &["invalid predicate"],
+    );
+    expect_error(
+        &fixture,
+        &["inspect", "{}", "--version", "99"],
+        &["--version", "99"],
+    );
     let output = run(&["optimize", &fixture.location(), "--bogus"]);
     assert_eq!(output.status.code(), Some(2));
 }
@@ -59,11 +94,19 @@ fn not_a_delta_table_is_named() {
     let output = run(&["optimize", &empty]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains(&empty), "{}", stderr(&output));
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "must not create anything");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "must not create anything"
+    );
     let missing = format!("{empty}/does-not-exist");
     let output = run(&["inspect", &missing]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("does-not-exist"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("does-not-exist"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -77,11 +120,24 @@ fn missing_and_corrupt_data_files_are_named_and_nothing_is_left_behind() {
         .filter(|n| n.ends_with(".parquet"))
         .collect();
     names.sort();
-    let victim = if names.iter().any(|n| n == victim) { victim.to_string() } else { names[names.len() - 1].clone() };
+    let victim = if names.iter().any(|n| n == victim) {
+        victim.to_string()
+    } else {
+        names[names.len() - 1].clone()
+    };
     std::fs::remove_file(fixture.path.join(&victim)).unwrap();
     expect_error(
         &fixture,
-        &["optimize", "{}", "--target-size", "4000", "--min-file-size", "3900", "--threads", "1"],
+        &[
+            "optimize",
+            "{}",
+            "--target-size",
+            "4000",
+            "--min-file-size",
+            "3900",
+            "--threads",
+            "1",
+        ],
         &[&victim, "missing"],
     );
 
@@ -89,7 +145,16 @@ fn missing_and_corrupt_data_files_are_named_and_nothing_is_left_behind() {
     std::fs::write(fixture.path.join(&names[3]), b"this is not parquet").unwrap();
     expect_error(
         &fixture,
-        &["optimize", "{}", "--target-size", "4000", "--min-file-size", "3900", "--threads", "1"],
+        &[
+            "optimize",
+            "{}",
+            "--target-size",
+            "4000",
+            "--min-file-size",
+            "3900",
+            "--threads",
+            "1",
+        ],
         &[&names[3], "not a readable Parquet file"],
     );
 }
@@ -97,7 +162,11 @@ fn missing_and_corrupt_data_files_are_named_and_nothing_is_left_behind() {
 #[test]
 fn refused_feature_exits_2_naming_it() {
     let fixture = Fixture::copy("row-tracking-liquid");
-    expect_error(&fixture, &["optimize", "{}"], &["rowTracking", "nothing was written"]);
+    expect_error(
+        &fixture,
+        &["optimize", "{}"],
+        &["rowTracking", "nothing was written"],
+    );
     expect_error(&fixture, &["optimize", "{}", "--dry-run"], &["rowTracking"]);
 }
 

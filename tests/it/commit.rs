@@ -38,32 +38,50 @@ fn concurrent_append_does_not_fail_the_run() {
     let read_version = table.version;
     let rt = runtime();
     let rewritten = rt
-        .block_on(rewrite(table, &OptimizeOptions::default(), Arc::new(NoProgress)))
+        .block_on(rewrite(
+            table,
+            &OptimizeOptions::default(),
+            Arc::new(NoProgress),
+        ))
         .unwrap();
 
     // Another writer appends a copy of an existing file.
     let mut add = first_add(&fixture);
     let source = add["path"].as_str().unwrap().to_string();
-    std::fs::copy(fixture.path.join(&source), fixture.path.join("appended.parquet")).unwrap();
+    std::fs::copy(
+        fixture.path.join(&source),
+        fixture.path.join("appended.parquet"),
+    )
+    .unwrap();
     add["path"] = json!("appended.parquet");
-    let appended_rows = serde_json::from_str::<Value>(add["stats"].as_str().unwrap()).unwrap()
-        ["numRecords"]
-        .as_u64()
-        .unwrap();
+    let appended_rows =
+        serde_json::from_str::<Value>(add["stats"].as_str().unwrap()).unwrap()["numRecords"]
+            .as_u64()
+            .unwrap();
     let before_rows = rows(&location);
     write_commit(
         &fixture,
         read_version + 1,
-        &[json!({"commitInfo": {"operation": "WRITE"}}), json!({"add": add})],
+        &[
+            json!({"commitInfo": {"operation": "WRITE"}}),
+            json!({"add": add}),
+        ],
     );
     let with_append = rows(&location);
-    assert_eq!(with_append.len() as u64, before_rows.len() as u64 + appended_rows);
+    assert_eq!(
+        with_append.len() as u64,
+        before_rows.len() as u64 + appended_rows
+    );
 
     let outcome = rt.block_on(rewritten.commit()).unwrap();
     assert_eq!(outcome.version, Some(read_version + 2));
     assert_eq!(rows(&location), with_append);
     let after = load(&location);
-    assert_eq!(after.files.len(), 2, "the compacted file and the appended one");
+    assert_eq!(
+        after.files.len(),
+        2,
+        "the compacted file and the appended one"
+    );
 }
 
 #[test]
@@ -75,7 +93,11 @@ fn concurrent_remove_of_an_input_aborts_and_cleans_up() {
     let victim = table.files[0].path.clone();
     let rt = runtime();
     let rewritten = rt
-        .block_on(rewrite(table, &OptimizeOptions::default(), Arc::new(NoProgress)))
+        .block_on(rewrite(
+            table,
+            &OptimizeOptions::default(),
+            Arc::new(NoProgress),
+        ))
         .unwrap();
     let written = rewritten.written_paths();
     assert_eq!(written.len(), 1);
@@ -93,7 +115,10 @@ fn concurrent_remove_of_an_input_aborts_and_cleans_up() {
     let err = rt.block_on(rewritten.commit()).unwrap_err().to_string();
     assert!(err.contains("concurrent modification"), "{err}");
     assert!(err.contains(&victim), "{err}");
-    assert!(!fixture.path.join(&written[0]).exists(), "written file left behind");
+    assert!(
+        !fixture.path.join(&written[0]).exists(),
+        "written file left behind"
+    );
     let mut expected = listing;
     expected.remove(&written[0]);
     assert_eq!(fixture.listing(), expected);

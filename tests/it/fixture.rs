@@ -20,7 +20,9 @@ pub struct Fixture {
 impl Fixture {
     /// Copies `testdata/<name>` into a fresh temporary directory.
     pub fn copy(name: &str) -> Self {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name);
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(name);
         assert!(source.is_dir(), "missing fixture {}", source.display());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(name);
@@ -88,10 +90,15 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (u64, u64)>) {
             walk(root, &entry.path(), out);
         } else {
             let bytes = std::fs::read(entry.path()).unwrap();
-            let hash = bytes
-                .iter()
-                .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
-            let rel = entry.path().strip_prefix(root).unwrap().display().to_string();
+            let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+            });
+            let rel = entry
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .display()
+                .to_string();
             out.insert(rel, (bytes.len() as u64, hash));
         }
     }
@@ -139,7 +146,10 @@ pub fn rows(location: &str) -> Vec<String> {
                 if column.is_null(row) {
                     line.push_str(&format!("{name}=∅;"));
                 } else {
-                    line.push_str(&format!("{name}={:?};", formatters[i].value(row).to_string()));
+                    line.push_str(&format!(
+                        "{name}={:?};",
+                        formatters[i].value(row).to_string()
+                    ));
                 }
             }
             out.push(line);

@@ -2,13 +2,13 @@
 
 use std::collections::BTreeSet;
 
+use delta_layout::optimize::OptimizeOptions;
+use delta_layout::plan::PlanOptions;
 use deltalake::arrow::array::{Array, AsArray};
 use deltalake::arrow::datatypes::{
     DataType, Date32Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
 };
 use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use delta_layout::optimize::OptimizeOptions;
-use delta_layout::plan::PlanOptions;
 use serde_json::{Value, json};
 
 use crate::fixture::{Fixture, load, optimize, rows};
@@ -53,7 +53,11 @@ fn decode(path: &str) -> String {
 fn check_added_file(fixture: &Fixture, add: &Value, strict: bool) {
     let path = decode(add["path"].as_str().unwrap());
     let bytes = std::fs::read(fixture.path.join(&path)).unwrap();
-    assert_eq!(add["size"].as_u64().unwrap(), bytes.len() as u64, "{path}: size");
+    assert_eq!(
+        add["size"].as_u64().unwrap(),
+        bytes.len() as u64,
+        "{path}: size"
+    );
     assert_eq!(add["dataChange"], json!(false));
     let stats: Value = serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
     let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
@@ -62,7 +66,11 @@ fn check_added_file(fixture: &Fixture, add: &Value, strict: bool) {
         .unwrap();
     let batches: Vec<_> = reader.map(Result::unwrap).collect();
     let num_rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    assert_eq!(stats["numRecords"].as_u64().unwrap(), num_rows as u64, "{path}");
+    assert_eq!(
+        stats["numRecords"].as_u64().unwrap(),
+        num_rows as u64,
+        "{path}"
+    );
     let Some(first) = batches.first() else { return };
     let schema = first.schema();
     for (i, field) in schema.fields().iter().enumerate() {
@@ -80,19 +88,61 @@ fn check_added_file(fixture: &Fixture, add: &Value, strict: bool) {
             .iter()
             .flat_map(|c| -> Vec<Value> {
                 match c.data_type() {
-                    DataType::Int8 => c.as_primitive::<Int8Type>().iter().flatten().map(|v| json!(v)).collect(),
-                    DataType::Int16 => c.as_primitive::<Int16Type>().iter().flatten().map(|v| json!(v)).collect(),
-                    DataType::Int32 => c.as_primitive::<Int32Type>().iter().flatten().map(|v| json!(v)).collect(),
-                    DataType::Int64 => c.as_primitive::<Int64Type>().iter().flatten().map(|v| json!(v)).collect(),
-                    DataType::Float32 => c.as_primitive::<Float32Type>().iter().flatten().map(|v| json!(f64::from(v))).collect(),
-                    DataType::Float64 => c.as_primitive::<Float64Type>().iter().flatten().map(|v| json!(v)).collect(),
+                    DataType::Int8 => c
+                        .as_primitive::<Int8Type>()
+                        .iter()
+                        .flatten()
+                        .map(|v| json!(v))
+                        .collect(),
+                    DataType::Int16 => c
+                        .as_primitive::<Int16Type>()
+                        .iter()
+                        .flatten()
+                        .map(|v| json!(v))
+                        .collect(),
+                    DataType::Int32 => c
+                        .as_primitive::<Int32Type>()
+                        .iter()
+                        .flatten()
+                        .map(|v| json!(v))
+                        .collect(),
+                    DataType::Int64 => c
+                        .as_primitive::<Int64Type>()
+                        .iter()
+                        .flatten()
+                        .map(|v| json!(v))
+                        .collect(),
+                    DataType::Float32 => c
+                        .as_primitive::<Float32Type>()
+                        .iter()
+                        .flatten()
+                        .map(|v| json!(f64::from(v)))
+                        .collect(),
+                    DataType::Float64 => c
+                        .as_primitive::<Float64Type>()
+                        .iter()
+                        .flatten()
+                        .map(|v| json!(v))
+                        .collect(),
                     DataType::Date32 => c
                         .as_primitive::<Date32Type>()
                         .iter()
                         .flatten()
-                        .map(|d| json!(chrono::DateTime::from_timestamp(i64::from(d) * 86_400, 0).unwrap().format("%Y-%m-%d").to_string()))
+                        .map(|d| {
+                            json!(
+                                chrono::DateTime::from_timestamp(i64::from(d) * 86_400, 0)
+                                    .unwrap()
+                                    .format("%Y-%m-%d")
+                                    .to_string()
+                            )
+                        })
                         .collect(),
-                    DataType::Utf8 => c.as_string::<i32>().iter().flatten().map(|s| json!(s)).collect(),
+                    DataType::Utf8 => c
+                        .as_string::<i32>()
+                        .iter()
+                        .flatten()
+                        .map(|s| json!(s))
+                        .collect(),
                     _ => Vec::new(),
                 }
             })
@@ -109,15 +159,33 @@ fn check_added_file(fixture: &Fixture, add: &Value, strict: bool) {
         };
         let min = values.iter().min_by(|a, b| cmp(a, b)).unwrap();
         let max = values.iter().max_by(|a, b| cmp(a, b)).unwrap();
-        let long_string = values.iter().any(|v| v.as_str().is_some_and(|s| s.chars().count() > 32));
+        let long_string = values
+            .iter()
+            .any(|v| v.as_str().is_some_and(|s| s.chars().count() > 32));
         match (stats["minValues"].get(name), stats["maxValues"].get(name)) {
             (Some(lo), Some(hi)) if !long_string => {
-                assert_eq!(cmp(lo, min), std::cmp::Ordering::Equal, "{path}: min of {name}");
-                assert_eq!(cmp(hi, max), std::cmp::Ordering::Equal, "{path}: max of {name}");
+                assert_eq!(
+                    cmp(lo, min),
+                    std::cmp::Ordering::Equal,
+                    "{path}: min of {name}"
+                );
+                assert_eq!(
+                    cmp(hi, max),
+                    std::cmp::Ordering::Equal,
+                    "{path}: max of {name}"
+                );
             }
             (Some(lo), Some(hi)) => {
-                assert_ne!(cmp(lo, min), std::cmp::Ordering::Greater, "{path}: min of {name}");
-                assert_ne!(cmp(hi, max), std::cmp::Ordering::Less, "{path}: max of {name}");
+                assert_ne!(
+                    cmp(lo, min),
+                    std::cmp::Ordering::Greater,
+                    "{path}: min of {name}"
+                );
+                assert_ne!(
+                    cmp(hi, max),
+                    std::cmp::Ordering::Less,
+                    "{path}: max of {name}"
+                );
             }
             _ => {
                 let has_nan = values.iter().any(|v| v.as_f64().is_some_and(f64::is_nan));
@@ -134,16 +202,26 @@ fn check_table(name: &str, options: &OptimizeOptions, idempotent: bool) {
     let before_rows = rows(&location);
     let before = load(&location);
     let before_paths: BTreeSet<String> = before.files.iter().map(|f| f.path.clone()).collect();
-    let strict = !before.properties.keys().any(|k| k.starts_with("delta.dataSkipping"));
+    let strict = !before
+        .properties
+        .keys()
+        .any(|k| k.starts_with("delta.dataSkipping"));
 
     let outcome = optimize(&location, options).unwrap_or_else(|e| panic!("{name}: {e:#}"));
     let after = load(&location);
     let after_paths: BTreeSet<String> = after.files.iter().map(|f| f.path.clone()).collect();
-    assert_eq!(rows(&location), before_rows, "{name}: the row multiset changed");
+    assert_eq!(
+        rows(&location),
+        before_rows,
+        "{name}: the row multiset changed"
+    );
 
     match outcome.version {
         None => {
-            assert_eq!(after.version, before.version, "{name}: nothing to do must not commit");
+            assert_eq!(
+                after.version, before.version,
+                "{name}: nothing to do must not commit"
+            );
             assert_eq!(after_paths, before_paths);
         }
         Some(version) => {
@@ -197,16 +275,29 @@ fn check_table(name: &str, options: &OptimizeOptions, idempotent: bool) {
     }
     // A second run on the unchanged table is a no-op, or, when the compacted files came out
     // smaller than the minimum size (a tiny target), rewrites only files the first run wrote.
-    let first_run_files: BTreeSet<String> = after_paths.difference(&before_paths).cloned().collect();
+    let first_run_files: BTreeSet<String> =
+        after_paths.difference(&before_paths).cloned().collect();
     let again = optimize(&location, options).unwrap();
     if idempotent {
         assert_eq!(again.version, None, "{name}: second run rewrote files");
         assert_eq!(load(&location).version, after.version);
     } else {
-        let again_after: BTreeSet<String> = load(&location).files.iter().map(|f| f.path.clone()).collect();
-        let removed_again: BTreeSet<String> = after_paths.difference(&again_after).cloned().collect();
-        assert!(removed_again.is_subset(&first_run_files), "{name}: second run rewrote original files");
-        assert_eq!(rows(&location), before_rows, "{name}: second run changed rows");
+        let again_after: BTreeSet<String> = load(&location)
+            .files
+            .iter()
+            .map(|f| f.path.clone())
+            .collect();
+        let removed_again: BTreeSet<String> =
+            after_paths.difference(&again_after).cloned().collect();
+        assert!(
+            removed_again.is_subset(&first_run_files),
+            "{name}: second run rewrote original files"
+        );
+        assert_eq!(
+            rows(&location),
+            before_rows,
+            "{name}: second run changed rows"
+        );
     }
 }
 
@@ -235,7 +326,11 @@ fn small_target_packs_several_bins_and_rolls_files() {
     }
     assert_eq!(rows(&location), before_rows);
     check_table("v2-checkpoint-sidecars", &options, false);
-    check_table("multipart-checkpoint", &options.clone().with_threads(1), false);
+    check_table(
+        "multipart-checkpoint",
+        &options.clone().with_threads(1),
+        false,
+    );
 }
 
 #[test]
@@ -247,13 +342,19 @@ fn where_selects_partitions() {
     let options = OptimizeOptions::default()
         .with_plan(PlanOptions::default().with_predicate(Some("letter = 'b'".into())));
     let outcome = optimize(&location, &options).unwrap();
-    assert_eq!(outcome.version, None, "partition b has one file: nothing to do");
+    assert_eq!(
+        outcome.version, None,
+        "partition b has one file: nothing to do"
+    );
     let options = OptimizeOptions::default()
         .with_plan(PlanOptions::default().with_predicate(Some("letter IN ('a', 'b')".into())));
     let outcome = optimize(&location, &options).unwrap();
     assert_eq!(outcome.files_removed, 2);
     assert_eq!(outcome.plan.partitions.len(), 1);
-    assert_eq!(outcome.plan.partitions[0].values, vec![Some("a".to_string())]);
+    assert_eq!(
+        outcome.plan.partitions[0].values,
+        vec![Some("a".to_string())]
+    );
     let after = load(&location);
     assert_eq!(after.files.len(), before.files.len() - 1);
     assert_eq!(rows(&location), before_rows);
@@ -285,7 +386,10 @@ fn deletion_vectors_over_the_ratio_are_rewritten_alone() {
             .with_min_file_bytes(Some(0))
             .with_max_deleted_ratio(0.9),
     );
-    assert_eq!(optimize(&fixture.location(), &options).unwrap().version, None);
+    assert_eq!(
+        optimize(&fixture.location(), &options).unwrap().version,
+        None
+    );
 }
 
 #[test]

@@ -72,7 +72,12 @@ pub struct OptimizeArgs {
     #[arg(long, help_heading = "Planning")]
     pub dry_run: bool,
     /// Worker threads for the rewrite (0 = one per core).
-    #[arg(long, value_name = "NUM", default_value_t = 0, help_heading = "Execution")]
+    #[arg(
+        long,
+        value_name = "NUM",
+        default_value_t = 0,
+        help_heading = "Execution"
+    )]
     pub threads: usize,
     /// Print one JSON object instead of text.
     #[arg(long, help_heading = "Output")]

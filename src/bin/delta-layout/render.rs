@@ -17,7 +17,10 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
         format_size(r.bytes),
         r.rows,
         if r.files_without_row_count > 0 {
-            format!(" (+ {} files without row counts)", r.files_without_row_count)
+            format!(
+                " (+ {} files without row counts)",
+                r.files_without_row_count
+            )
         } else {
             String::new()
         }
@@ -62,9 +65,17 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
         )?;
     }
     writeln!(out, "\nfile sizes")?;
-    let widest = r.size_histogram.iter().map(|b| b.files).max().unwrap_or(1).max(1);
+    let widest = r
+        .size_histogram
+        .iter()
+        .map(|b| b.files)
+        .max()
+        .unwrap_or(1)
+        .max(1);
     for bucket in &r.size_histogram {
-        let bar_len = usize::try_from(bucket.files * 40 / widest).unwrap_or(40).max(1);
+        let bar_len = usize::try_from(bucket.files * 40 / widest)
+            .unwrap_or(40)
+            .max(1);
         writeln!(
             out,
             "  {:>10} .. {:<10} {:>7}  {}",
@@ -75,7 +86,11 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
         )?;
     }
     writeln!(out, "\nstats coverage (share of files)")?;
-    writeln!(out, "  {:<40} {:>8} {:>10}", "column", "min/max", "nullCount")?;
+    writeln!(
+        out,
+        "  {:<40} {:>8} {:>10}",
+        "column", "min/max", "nullCount"
+    )?;
     for c in &r.columns {
         writeln!(
             out,
