@@ -214,13 +214,30 @@ pub fn actions(
 }
 
 /// Serializes `actions` as a commit file (one JSON object per line).
-fn commit_bytes(actions: &[Action]) -> Result<bytes::Bytes> {
+///
+/// Two corrections to deltalake's serialization: a `remove` carries the path exactly as the
+/// log spells the `add` it removes (`raw_paths`, keyed by decoded path), because deltalake
+/// re-encodes paths its own way and readers match removes to adds by the string; and
+/// optional fields that are null (`tags`, `baseRowId`, ...) are left out, as Spark does.
+fn commit_bytes(actions: &[Action], raw_paths: &HashMap<&str, &str>) -> Result<bytes::Bytes> {
     let mut lines = Vec::with_capacity(actions.len());
     for action in actions {
-        lines.push(serde_json::to_string(action).map_err(|source| Error::Json {
+        let mut value = serde_json::to_value(action).map_err(|source| Error::Json {
             context: "serializing the commit".into(),
             source,
-        })?);
+        })?;
+        for kind in ["add", "remove"] {
+            if let Some(Value::Object(fields)) = value.get_mut(kind) {
+                fields.retain(|_, v| !v.is_null());
+            }
+        }
+        if let Action::Remove(remove) = action {
+            let raw = raw_paths.get(remove.path.as_str()).ok_or_else(|| {
+                Error::Internal(format!("no raw path for removed file '{}'", remove.path))
+            })?;
+            value["remove"]["path"] = Value::String((*raw).to_string());
+        }
+        lines.push(value.to_string());
     }
     Ok(bytes::Bytes::from(lines.join("\n")))
 }
@@ -233,7 +250,12 @@ fn commit_bytes(actions: &[Action]) -> Result<bytes::Bytes> {
 ///   or after [`MAX_COMMIT_ATTEMPTS`] versions.
 /// * [`Error::Delta`] when the log cannot be written or read.
 pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
-    let bytes = commit_bytes(actions)?;
+    let raw_paths: HashMap<&str, &str> = table
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.raw_path.as_str()))
+        .collect();
+    let bytes = commit_bytes(actions, &raw_paths)?;
     let rewritten: HashSet<&str> = actions
         .iter()
         .filter_map(|a| match a {

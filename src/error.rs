@@ -7,6 +7,7 @@
 //!   [`Error::ConcurrentModification`], [`Error::DataFile`].
 //! * **I/O and formats** (storage or a library below us failed): [`Error::Delta`],
 //!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`].
+//! * **[`Error::Cancelled`]**: the user stopped the run.
 //! * **[`Error::Internal`]**: a bug in delta-layout.
 //!
 //! Messages are lowercase, carry no trailing period, and never repeat the text of their
@@ -148,6 +149,13 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+
+    /// The run was cancelled (Ctrl-C, SIGTERM, or the caller's cancel flag) before its commit.
+    /// Nothing was committed and the files it wrote were deleted.
+    #[error(
+        "cancelled before the commit: nothing was committed and the files written were deleted"
+    )]
+    Cancelled,
 
     // ---- bugs ----------------------------------------------------------------------------
     /// An invariant of delta-layout itself was broken. This is likely caused by a bug:

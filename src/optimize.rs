@@ -8,6 +8,7 @@
 //! committed unless every bin succeeded.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -21,9 +22,10 @@ use crate::table::TableView;
 use crate::table::schema::physical_arrow_schema;
 
 /// Options of the `optimize` job.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct OptimizeOptions {
+    cancel: Arc<AtomicBool>,
     dry_run: bool,
     plan: PlanOptions,
     threads: usize,
@@ -39,10 +41,20 @@ impl OptimizeOptions {
     }
 
     /// Worker threads of the rewrite pool; 0 (the default, [`rewrite::DEFAULT_THREADS`])
-    /// means one per core.
+    /// means one per core. At most [`rewrite::MAX_THREADS`]; the pool never has more threads
+    /// than the plan has bins.
     #[must_use]
     pub fn with_threads(mut self, threads: usize) -> Self {
         self.threads = threads;
+        self
+    }
+
+    /// A flag that cancels the run when set (the binary sets it on Ctrl-C and SIGTERM): bins
+    /// stop before their next file, the written files are deleted, and the run returns
+    /// [`Error::Cancelled`] instead of committing. Defaults to a flag nobody sets.
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: Arc<AtomicBool>) -> Self {
+        self.cancel = cancel;
         self
     }
 
@@ -212,6 +224,16 @@ pub async fn rewrite(
     progress: Arc<dyn Progress>,
 ) -> Result<Rewritten> {
     let started = Instant::now();
+    if options.threads > rewrite::MAX_THREADS {
+        return Err(Error::invalid_option(
+            "--threads",
+            format!(
+                "{} is more than the maximum of {}",
+                options.threads,
+                rewrite::MAX_THREADS
+            ),
+        ));
+    }
     table.protocol.check_writable(&table.display_location())?;
     let plan = plan::plan(&table, &options.plan)?;
     let outcome = OptimizeOutcome {
@@ -260,6 +282,7 @@ pub async fn rewrite(
             .iter()
             .any(|f| f == "deletionVectors"),
         threads: options.threads,
+        cancel: options.cancel.clone(),
         reader,
     };
     progress.start(
@@ -275,11 +298,16 @@ pub async fn rewrite(
     let (table, context, result) = task
         .await
         .map_err(|e| Error::Internal(format!("the rewrite task failed: {e}")))?;
-    Ok(Rewritten {
+    let rewritten = Rewritten {
         table,
         outcome,
         outcomes: result?,
         reader: context.reader,
         started,
-    })
+    };
+    if options.cancel.load(Ordering::Relaxed) {
+        rewritten.abort().await?;
+        return Err(Error::Cancelled);
+    }
+    Ok(rewritten)
 }

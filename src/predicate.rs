@@ -162,6 +162,8 @@ impl Predicate {
             text,
             tokens,
             pos: 0,
+            depth: 0,
+            terms: 0,
         };
         let predicate = parser.or()?;
         if parser.pos < parser.tokens.len() {
@@ -555,10 +557,18 @@ fn tokenize(text: &str) -> Result<Vec<(usize, Token)>> {
     Ok(out)
 }
 
+/// The deepest nesting of parentheses and `NOT` a predicate may have.
+pub const MAX_NESTING: usize = 64;
+/// The most comparisons a predicate may hold. Evaluation recurses once per term, so both
+/// limits keep it far from the end of a 2 MiB thread stack. (`IN` lists count as one term.)
+pub const MAX_TERMS: usize = 256;
+
 struct Parser<'a> {
     text: &'a str,
     tokens: Vec<(usize, Token)>,
     pos: usize,
+    depth: usize,
+    terms: usize,
 }
 
 impl Parser<'_> {
@@ -613,16 +623,34 @@ impl Parser<'_> {
     }
 
     fn not(&mut self) -> Result<Predicate> {
-        if self.keyword("NOT") {
-            return Ok(Predicate::Not(Box::new(self.not()?)));
+        let nested = self.peek() == Some(&Token::LParen)
+            || matches!(self.peek(), Some(Token::Ident(w)) if w.eq_ignore_ascii_case("NOT"));
+        if nested {
+            self.depth += 1;
+            if self.depth > MAX_NESTING {
+                return Err(self.error(&format!(
+                    "nesting deeper than {MAX_NESTING} parentheses or NOTs"
+                )));
+            }
         }
-        if self.peek() == Some(&Token::LParen) {
+        let result = if self.keyword("NOT") {
+            self.not().map(|p| Predicate::Not(Box::new(p)))
+        } else if self.peek() == Some(&Token::LParen) {
             self.pos += 1;
             let inner = self.or()?;
             self.expect(&Token::RParen, "')'")?;
-            return Ok(inner);
+            Ok(inner)
+        } else {
+            self.terms += 1;
+            if self.terms > MAX_TERMS {
+                return Err(self.error(&format!("more than {MAX_TERMS} comparisons")));
+            }
+            self.comparison()
+        };
+        if nested {
+            self.depth -= 1;
         }
-        self.comparison()
+        result
     }
 
     fn column(&mut self) -> Result<Vec<String>> {
@@ -873,6 +901,44 @@ mod tests {
             let err = Predicate::parse(text).unwrap_err().to_string();
             assert!(err.contains("invalid predicate"), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn huge_predicates_are_refused_not_overflowing_the_stack() {
+        let deep = format!("{}p = 1{}", "(".repeat(2000), ")".repeat(2000));
+        assert!(
+            Predicate::parse(&deep)
+                .unwrap_err()
+                .to_string()
+                .contains("nesting")
+        );
+        let nots = format!("{}p = 1", "NOT ".repeat(10_000));
+        assert!(
+            Predicate::parse(&nots)
+                .unwrap_err()
+                .to_string()
+                .contains("nesting")
+        );
+        let long = vec!["p = 1"; 3000].join(" OR ");
+        assert!(
+            Predicate::parse(&long)
+                .unwrap_err()
+                .to_string()
+                .contains("comparisons")
+        );
+        let fine = vec!["p = 1"; MAX_TERMS].join(" OR ");
+        let p = Predicate::parse(&fine).unwrap();
+        let int = DataType::Primitive(PrimitiveType::Integer);
+        assert_eq!(
+            p.evaluate(&|_c: &[String]| Ok((&int, Some("1")))).unwrap(),
+            Some(true)
+        );
+        let nested = format!(
+            "{}p = 1{}",
+            "(".repeat(MAX_NESTING),
+            ")".repeat(MAX_NESTING)
+        );
+        assert!(Predicate::parse(&nested).is_ok());
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub fn parse_size(option: &str, text: &str) -> Result<u64> {
             )));
         }
     };
+    if multiplier == 1 && number.contains('.') {
+        return Err(bad(format!("'{text}' is not a whole number of bytes")));
+    }
     if let Ok(whole) = number.parse::<u64>() {
         return whole
             .checked_mul(multiplier)

@@ -340,17 +340,27 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
     let mut next_bin_id = 0;
     for (values, indices) in groups {
         if let Some(predicate) = &predicate {
-            let selected = predicate.evaluate(&|column: &[String]| {
-                let position = table
-                    .partition_columns
-                    .iter()
-                    .position(|c| c == &column[0])
-                    .ok_or_else(|| Error::Internal(format!("column {column:?} not resolved")))?;
-                Ok((
-                    partition_type(table, position)?,
-                    values[position].as_deref(),
-                ))
-            })?;
+            let selected = predicate
+                .evaluate(&|column: &[String]| {
+                    let position = table
+                        .partition_columns
+                        .iter()
+                        .position(|c| c == &column[0])
+                        .ok_or_else(|| {
+                            Error::Internal(format!("column {column:?} not resolved"))
+                        })?;
+                    Ok((
+                        partition_type(table, position)?,
+                        values[position].as_deref(),
+                    ))
+                })
+                .map_err(|e| match e {
+                    Error::InvalidPredicate { message, .. } => Error::InvalidPredicate {
+                        predicate: options.predicate.clone().unwrap_or_default(),
+                        message,
+                    },
+                    other => other,
+                })?;
             if selected != Some(true) {
                 continue;
             }

@@ -15,6 +15,7 @@ pub mod stats;
 pub mod write;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use deltalake::ObjectStore;
 use object_store::ObjectStoreExt as _;
@@ -29,6 +30,8 @@ pub use write::WrittenFile;
 
 /// Default worker threads: 0 means one per available core.
 pub const DEFAULT_THREADS: usize = 0;
+/// The most worker threads a run may ask for.
+pub const MAX_THREADS: usize = 1024;
 
 /// The result of rewriting one bin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,6 +53,7 @@ pub(crate) struct RewriteContext {
     pub leaves: Vec<crate::table::LeafColumn>,
     pub with_tight_bounds: bool,
     pub threads: usize,
+    pub cancel: Arc<AtomicBool>,
 }
 
 /// Runs every bin of `plan`. Blocking: call it off the async runtime.
@@ -64,8 +68,14 @@ pub(crate) fn execute(
     context: &RewriteContext,
     progress: &dyn Progress,
 ) -> Result<Vec<BinOutcome>> {
+    let num_bins = plan.bins().count().max(1);
+    let wanted = if context.threads == 0 {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    } else {
+        context.threads
+    };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(context.threads)
+        .num_threads(wanted.min(num_bins).min(MAX_THREADS))
         .thread_name(|i| format!("delta-layout-{i}"))
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the worker pool: {e}")))?;
@@ -138,6 +148,9 @@ fn run_bin(
     let result = (|| {
         let mut rows = 0u64;
         for &index in &bin.files {
+            if context.cancel.load(Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
             let file = &table.files[index];
             for batch in context.reader.read(file)? {
                 rows += batch.num_rows() as u64;

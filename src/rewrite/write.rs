@@ -209,6 +209,78 @@ impl RollingWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use deltalake::arrow::array::{Int64Array, StringArray};
+    use deltalake::arrow::datatypes::{DataType, Field, Schema};
+    use deltalake::kernel::{DataType as DeltaType, PrimitiveType};
+
+    #[test]
+    fn rolls_files_at_the_target_and_keeps_every_row() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let leaf = |name: &str, t: PrimitiveType| LeafColumn {
+            logical: vec![name.into()],
+            physical: vec![name.into()],
+            data_type: DeltaType::Primitive(t),
+        };
+        let mut writer = RollingWriter::new(WriterConfig {
+            schema: schema.clone(),
+            directory: "p=1".into(),
+            bin_id: 7,
+            target_file_bytes: 20_000,
+            leaves: vec![
+                leaf("id", PrimitiveType::Long),
+                leaf("s", PrimitiveType::String),
+            ],
+            with_tight_bounds: false,
+            store: store.clone(),
+            runtime: runtime.handle().clone(),
+        });
+        for chunk in 0..40i64 {
+            let ids: Vec<i64> = (chunk * 1000..(chunk + 1) * 1000).collect();
+            let strings: Vec<Option<String>> = ids
+                .iter()
+                .map(|i| (i % 7 != 0).then(|| format!("value-{}", i * 7919 % 100_003)))
+                .collect();
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(ids)),
+                    Arc::new(StringArray::from(strings)),
+                ],
+            )
+            .unwrap();
+            writer.write(&batch).unwrap();
+        }
+        writer.finish().unwrap();
+        let files = writer.written().to_vec();
+        assert!(files.len() > 2, "{} files", files.len());
+        assert_eq!(files.iter().map(|f| f.num_records).sum::<u64>(), 40_000);
+        let mut next_id = 0;
+        for file in &files {
+            assert!(file.path.starts_with("p=1/part-00007-"), "{}", file.path);
+            let location = Path::parse(&file.path).unwrap();
+            let bytes = runtime
+                .block_on(async { store.get(&location).await.unwrap().bytes().await })
+                .unwrap();
+            assert_eq!(bytes.len() as u64, file.size_bytes);
+            // Rolled files overshoot the target by at most one row group.
+            assert!(
+                file.size_bytes < 20_000 * 3 / 2,
+                "{} bytes",
+                file.size_bytes
+            );
+            let stats: serde_json::Value = serde_json::from_str(&file.stats_json).unwrap();
+            assert_eq!(stats["numRecords"], file.num_records);
+            // Rows arrive in order, so each file holds the next contiguous id range.
+            assert_eq!(stats["minValues"]["id"], next_id);
+            next_id += file.num_records;
+            assert_eq!(stats["maxValues"]["id"], next_id - 1);
+        }
+    }
 
     #[test]
     fn partition_directories_escape_like_hive() {

@@ -13,7 +13,9 @@ pub mod features;
 pub mod schema;
 pub mod stats;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use deltalake::arrow::array::AsArray as _;
 
 use deltalake::kernel::{Add, DeletionVectorDescriptor, StructType};
 use deltalake::logstore::LogStoreRef;
@@ -67,6 +69,10 @@ pub struct DataFile {
     /// The path from the `add` action, URI-decoded once: relative to the table root, or an
     /// absolute URI.
     pub path: String,
+    /// The path exactly as the `add` action spells it in the log. A `remove` must repeat this
+    /// string: readers match removes to adds by it, and writers differ in which characters
+    /// they percent-encode (Spark leaves `😈` or a space raw, delta-rs encodes them).
+    pub raw_path: String,
     /// `size`: the file's size in bytes.
     pub size_bytes: u64,
     /// `modificationTime`: milliseconds since the Unix epoch.
@@ -153,12 +159,7 @@ impl TableView {
         let url = deltalake::table::builder::parse_table_uri(location).map_err(not_a_table)?;
         let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(not_a_table)?;
         if let Some(v) = version {
-            builder = builder.with_version(
-                i64::try_from(v)
-                    .map_err(|_| Error::invalid_option("--version", "too large"))?
-                    .try_into()
-                    .map_err(|_| Error::invalid_option("--version", "too large"))?,
-            );
+            builder = builder.with_version(v);
         }
         let table = match builder.load().await {
             Ok(table) => table,
@@ -182,10 +183,10 @@ impl TableView {
                 return Err(not_a_table(source));
             }
         };
-        Self::from_table(location, &table, url)
+        Self::from_table(location, &table)
     }
 
-    fn from_table(location: &str, table: &DeltaTable, url: Url) -> Result<Self> {
+    fn from_table(location: &str, table: &DeltaTable) -> Result<Self> {
         let state = table
             .snapshot()
             .map_err(|e| Error::delta(format!("reading the snapshot of '{location}'"), e))?;
@@ -226,6 +227,7 @@ impl TableView {
             })
             .collect::<Result<Vec<_>>>()?;
 
+        let raw_paths = raw_paths(state)?;
         let mut files = Vec::with_capacity(state.log_data().num_files());
         for view in state.log_data().iter() {
             #[expect(
@@ -233,9 +235,15 @@ impl TableView {
                 reason = "the only public way to get the complete add action"
             )]
             let add = view.add_action();
-            files.push(DataFile::from_add(add, &partition_physical_names)?);
+            let raw_path = raw_paths.get(&add.path).cloned().ok_or_else(|| {
+                Error::Internal(format!("no raw log path for data file '{}'", add.path))
+            })?;
+            files.push(DataFile::from_add(
+                add,
+                raw_path,
+                &partition_physical_names,
+            )?);
         }
-        let _ = url;
         Ok(Self {
             location: table.table_url().clone(),
             version,
@@ -295,7 +303,7 @@ impl TableView {
 }
 
 impl DataFile {
-    fn from_add(add: Add, partition_physical_names: &[String]) -> Result<Self> {
+    fn from_add(add: Add, raw_path: String, partition_physical_names: &[String]) -> Result<Self> {
         let size_bytes = u64::try_from(add.size).map_err(|_| {
             Error::data_file(&add.path, format!("has a negative size {}", add.size))
         })?;
@@ -315,6 +323,7 @@ impl DataFile {
             .collect::<BTreeMap<_, _>>();
         Ok(Self {
             path: add.path.clone(),
+            raw_path,
             size_bytes,
             modification_time_ms: add.modification_time,
             partition_values,
@@ -324,4 +333,31 @@ impl DataFile {
             add,
         })
     }
+}
+
+/// Maps each active file's decoded path to its path as spelled in the log. deltalake's file
+/// views only give the decoded form; its add-actions table keeps the log's string.
+fn raw_paths(state: &deltalake::table::state::DeltaTableState) -> Result<HashMap<String, String>> {
+    let batch = state
+        .add_actions_table(false)
+        .map_err(|e| Error::delta("listing the raw paths of the active files", e))?;
+    let Some(column) = batch.column_by_name("path") else {
+        return Err(Error::Internal(
+            "the add-actions table has no path column".into(),
+        ));
+    };
+    let column =
+        deltalake::arrow::compute::cast(column, &deltalake::arrow::datatypes::DataType::Utf8)
+            .map_err(|e| Error::arrow("reading raw paths", e))?;
+    let strings = column.as_string::<i32>();
+    Ok(strings
+        .iter()
+        .flatten()
+        .map(|raw| {
+            let decoded = percent_encoding::percent_decode_str(raw)
+                .decode_utf8_lossy()
+                .into_owned();
+            (decoded, raw.to_string())
+        })
+        .collect())
 }

@@ -83,8 +83,23 @@ fn bad_options_name_the_option() {
         &["inspect", "{}", "--version", "99"],
         &["--version", "99"],
     );
-    let output = run(&["optimize", &fixture.location(), "--bogus"]);
-    assert_eq!(output.status.code(), Some(2));
+    expect_error(&fixture, &["optimize", "{}", "--bogus"], &["--bogus"]);
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--threads", "abc"],
+        &["--threads", "abc"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--target-size", "1.5"],
+        &["--target-size", "whole number"],
+    );
+    let longs = Fixture::copy("delta-rs-small-appends");
+    expect_error(
+        &longs,
+        &["optimize", "{}", "--where", "part = 'x' OR part IS NULL"],
+        &["part = 'x' OR part IS NULL", "does not fit column 'part'"],
+    );
 }
 
 #[test]
@@ -207,4 +222,11 @@ fn inspect_and_optimize_json() {
     let output = run(&["inspect", &location]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("files      1 "), "{text}");
+
+    // Time travel: version 0 held the first append only.
+    let output = run(&["inspect", &location, "--version", "0", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["version"], 0);
+    assert_eq!(report["files"], 1);
 }

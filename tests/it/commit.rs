@@ -124,3 +124,38 @@ fn concurrent_remove_of_an_input_aborts_and_cleans_up() {
     assert_eq!(fixture.listing(), expected);
     assert_eq!(fixture.log_versions().last(), Some(&(read_version + 1)));
 }
+
+/// Sets the cancel flag once the first bin has written its files, as Ctrl-C would.
+struct CancelAfterFirstBin(Arc<std::sync::atomic::AtomicBool>);
+
+impl delta_layout::progress::Progress for CancelAfterFirstBin {
+    fn bin_finished(&self, _bin: &delta_layout::plan::Bin) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn cancelling_mid_run_commits_nothing_and_deletes_written_files() {
+    let fixture = Fixture::copy("v2-checkpoint-sidecars");
+    let location = fixture.location();
+    let listing = fixture.listing();
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let options = OptimizeOptions::default()
+        .with_plan(
+            delta_layout::plan::PlanOptions::default()
+                .with_target_file_bytes(Some(3_000))
+                .with_min_file_bytes(Some(1_000)),
+        )
+        .with_threads(1)
+        .with_cancel(flag.clone());
+    let err = runtime()
+        .block_on(delta_layout::optimize::optimize(
+            &location,
+            &options,
+            Arc::new(CancelAfterFirstBin(flag.clone())),
+        ))
+        .unwrap_err();
+    assert!(matches!(err, delta_layout::Error::Cancelled), "{err}");
+    assert!(flag.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(fixture.listing(), listing, "files left behind or log changed");
+}

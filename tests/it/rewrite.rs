@@ -419,3 +419,69 @@ fn dry_run_writes_nothing() {
     assert_eq!(outcome.plan.bins().count(), 1);
     assert_eq!(fixture.listing(), listing);
 }
+
+/// Regression (breaker report, bug 1): Spark writes paths with raw non-ASCII characters and
+/// spaces (`data=😈/...`); a `remove` must repeat the log's spelling exactly, or readers keep
+/// the old file live and rows are duplicated.
+#[test]
+fn removes_repeat_the_raw_log_path() {
+    let fixture = Fixture::copy("special-char-partitions");
+    let location = fixture.location();
+    let table = load(&location);
+    let mut adds: Vec<Value> = Vec::new();
+    for version in fixture.log_versions() {
+        for action in fixture.commit(version) {
+            if let Some(add) = action.get("add") {
+                adds.push(add.clone());
+            }
+        }
+    }
+    let mut new_adds = Vec::new();
+    for file in &table.files {
+        let original = adds
+            .iter()
+            .rev()
+            .find(|a| a["path"] == json!(file.raw_path))
+            .unwrap()
+            .clone();
+        let (raw_dir, raw_name) = file.raw_path.rsplit_once('/').unwrap();
+        let (dir, name) = file.path.rsplit_once('/').unwrap();
+        std::fs::copy(
+            fixture.path.join(&file.path),
+            fixture.path.join(format!("{dir}/dup ü-{name}")),
+        )
+        .unwrap();
+        let mut add = original;
+        add["path"] = json!(format!("{raw_dir}/dup ü-{raw_name}"));
+        add["dataChange"] = json!(true);
+        new_adds.push(json!({ "add": add }));
+    }
+    let next = table.version + 1;
+    let mut lines = vec![json!({"commitInfo": {"operation": "WRITE"}}).to_string()];
+    lines.extend(new_adds.iter().map(Value::to_string));
+    std::fs::write(
+        fixture
+            .path
+            .join("_delta_log")
+            .join(format!("{next:020}.json")),
+        lines.join("\n"),
+    )
+    .unwrap();
+    let before_rows = rows(&location);
+    assert_eq!(before_rows.len(), 2 * table.files.len());
+
+    let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(outcome.files_removed, 2 * table.files.len() as u64);
+    assert_eq!(rows(&location), before_rows, "rows duplicated or lost");
+    let after = load(&location);
+    assert_eq!(after.files.len(), table.files.len());
+    assert!(after.files.iter().all(|f| !f.path.contains("dup ü")));
+    // The removes spell the paths as the adds did.
+    let removes: BTreeSet<String> = fixture
+        .commit(next + 1)
+        .iter()
+        .filter_map(|a| a.get("remove"))
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect();
+    assert!(removes.iter().any(|p| p.contains("dup ü-")), "{removes:?}");
+}

@@ -1,7 +1,8 @@
 //! The `delta-layout` command: glue between the command line and the library.
 //!
-//! Exit codes: 0 done (also when there was nothing to do), 2 error. Errors print once to
-//! stderr as `delta-layout: <error>: <cause>: ...`.
+//! Exit codes: 0 done (also when there was nothing to do), 2 error, 130 cancelled (Ctrl-C or
+//! SIGTERM; nothing committed, written files deleted). Errors print once to stderr, on one
+//! line, as `delta-layout: <error>: <cause>: ...`.
 
 mod args;
 mod config;
@@ -11,6 +12,7 @@ mod render;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Parser as _;
 
@@ -25,10 +27,60 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("delta-layout: {err:#}");
-            ExitCode::from(2)
+            let cancelled = err
+                .downcast_ref::<delta_layout::Error>()
+                .is_some_and(|e| matches!(e, delta_layout::Error::Cancelled));
+            // A closed stderr must not turn an error into a panic.
+            let _ = writeln!(std::io::stderr(), "delta-layout: {}", one_line(&err));
+            ExitCode::from(if cancelled { 130 } else { 2 })
         }
     }
+}
+
+/// The error chain on one line: the first line of each cause (some dependencies put a
+/// backtrace or a debug dump after a newline), leaving out causes whose text the message
+/// before already contains.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        let first = text.lines().next().unwrap_or("").trim().to_string();
+        if first.is_empty() || parts.last().is_some_and(|last| last.contains(&first)) {
+            continue;
+        }
+        parts.push(first);
+    }
+    parts.join(": ")
+}
+
+/// Sets `flag` on the first Ctrl-C or SIGTERM; a second one ends the process at once.
+fn cancel_on_signal(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) {
+    runtime.spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let Ok(mut term) = signal(SignalKind::terminate()) else {
+                return;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            flag.store(true, Ordering::SeqCst);
+            log::warn!("cancelling: deleting the files written so far (again to stop at once)");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            std::process::exit(130);
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+    });
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -40,7 +92,25 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            // Usage errors: one line naming the argument, exit code 2.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let _ = writeln!(
+                std::io::stderr(),
+                "delta-layout: {first} (see delta-layout --help)"
+            );
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => {
+            // --help and --version.
+            e.print()?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -64,7 +134,9 @@ fn run() -> anyhow::Result<ExitCode> {
             let json = args.json;
             let quiet = args.quiet;
             let location = args.table.clone();
-            let options = config::optimize_options(args)?;
+            let cancel = Arc::new(AtomicBool::new(false));
+            cancel_on_signal(&runtime, cancel.clone());
+            let options = config::optimize_options(args)?.with_cancel(cancel);
             let progress: Arc<dyn delta_layout::progress::Progress> =
                 progress::BarProgress::new(quiet);
             let outcome = runtime.block_on(delta_layout::optimize::optimize(
