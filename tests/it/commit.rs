@@ -157,5 +157,9 @@ fn cancelling_mid_run_commits_nothing_and_deletes_written_files() {
         .unwrap_err();
     assert!(matches!(err, delta_layout::Error::Cancelled), "{err}");
     assert!(flag.load(std::sync::atomic::Ordering::SeqCst));
-    assert_eq!(fixture.listing(), listing, "files left behind or log changed");
+    assert_eq!(
+        fixture.listing(),
+        listing,
+        "files left behind or log changed"
+    );
 }

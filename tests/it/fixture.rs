@@ -70,6 +70,65 @@ impl Fixture {
     }
 }
 
+impl Fixture {
+    /// Appends one commit that adds a copy of every live file without a deletion vector
+    /// (same partition, same stats, new name), as a second writer appending the same data
+    /// would. Every partition then has files to compact, whatever the original layout.
+    /// Returns the number of files added.
+    pub fn double_files(&self) -> usize {
+        let table = load(&self.location());
+        let mut lines = vec![serde_json::json!({"commitInfo": {"operation": "WRITE"}}).to_string()];
+        for file in table.files.iter().filter(|f| f.deletion_vector.is_none()) {
+            let (raw_dir, raw_name) = match file.raw_path.rsplit_once('/') {
+                Some((d, n)) => (format!("{d}/"), n.to_string()),
+                None => (String::new(), file.raw_path.clone()),
+            };
+            let (dir, name) = match file.path.rsplit_once('/') {
+                Some((d, n)) => (format!("{d}/"), n.to_string()),
+                None => (String::new(), file.path.clone()),
+            };
+            std::fs::copy(
+                self.path.join(&file.path),
+                self.path.join(format!("{dir}copy-{name}")),
+            )
+            .unwrap();
+            let partition_values: serde_json::Map<String, Value> = table
+                .partition_physical_names
+                .iter()
+                .zip(&file.partition_values)
+                .map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String)))
+                .collect();
+            let mut add = serde_json::json!({
+                "path": format!("{raw_dir}copy-{raw_name}"),
+                "partitionValues": partition_values,
+                "size": file.size_bytes,
+                "modificationTime": file.modification_time_ms,
+                "dataChange": true,
+            });
+            if let Some(stats) = &file.stats {
+                let mut object = serde_json::Map::new();
+                if let Some(n) = stats.num_records {
+                    object.insert("numRecords".into(), n.into());
+                }
+                object.insert("minValues".into(), Value::Object(stats.min_values.clone()));
+                object.insert("maxValues".into(), Value::Object(stats.max_values.clone()));
+                object.insert("nullCount".into(), Value::Object(stats.null_count.clone()));
+                add["stats"] = Value::String(Value::Object(object).to_string());
+            }
+            lines.push(serde_json::json!({ "add": add }).to_string());
+        }
+        let added = lines.len() - 1;
+        std::fs::write(
+            self.path
+                .join("_delta_log")
+                .join(format!("{:020}.json", table.version + 1)),
+            lines.join("\n"),
+        )
+        .unwrap();
+        added
+    }
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
