@@ -230,3 +230,47 @@ fn inspect_and_optimize_json() {
     assert_eq!(report["version"], 0);
     assert_eq!(report["files"], 1);
 }
+
+/// Each table feature outside the supported list is refused by name, before anything is
+/// written. The table is `basic-with-checkpoint` upgraded to protocol 3/7 with the feature.
+#[test]
+fn every_unsupported_feature_is_refused_by_name() {
+    let writer_only = [
+        "rowTracking",
+        "domainMetadata",
+        "clustering",
+        "inCommitTimestamp",
+        "icebergCompatV2",
+        "checkpointProtection",
+        "allowColumnDefaults",
+    ];
+    let reader_writer = ["typeWidening", "variantType", "vacuumProtocolCheck"];
+    for (feature, in_reader) in writer_only
+        .iter()
+        .map(|f| (*f, false))
+        .chain(reader_writer.iter().map(|f| (*f, true)))
+    {
+        let fixture = Fixture::copy("basic-with-checkpoint");
+        let reader: Vec<&str> = if in_reader { vec![feature] } else { vec![] };
+        let protocol = serde_json::json!({"protocol": {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": reader,
+            "writerFeatures": ["appendOnly", "invariants", feature],
+        }});
+        let version = fixture.log_versions().last().copied().unwrap() + 1;
+        std::fs::write(
+            fixture
+                .path
+                .join("_delta_log")
+                .join(format!("{version:020}.json")),
+            format!(
+                "{}\n{}",
+                serde_json::json!({"commitInfo": {"operation": "SET TBLPROPERTIES"}}),
+                protocol
+            ),
+        )
+        .unwrap();
+        expect_error(&fixture, &["optimize", "{}"], &[feature]);
+    }
+}
