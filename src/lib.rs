@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 pub mod commit;
+pub mod curve;
 pub mod error;
 pub mod inspect;
 pub mod optimize;
