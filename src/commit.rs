@@ -128,17 +128,17 @@ impl FileSizeMetrics {
     }
 }
 
-/// Builds the actions of the commit: `commitInfo`, then a `remove` per input file and an
-/// `add` per written file, in bin order.
+/// Builds the actions of the commit: `commitInfo` (with `zOrderBy` and `curve` from the
+/// plan's clustering), then a `remove` per input file and an `add` per written file, in bin
+/// order.
 ///
 /// # Errors
 /// [`Error::Internal`] when a size does not fit the log's signed 64-bit integers.
-pub fn actions(
-    table: &TableView,
-    plan: &Plan,
-    outcomes: &[BinOutcome],
-    z_order_by: &[String],
-) -> Result<Vec<Action>> {
+pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Result<Vec<Action>> {
+    let z_order_by: &[String] = plan
+        .clustering
+        .as_ref()
+        .map_or(&[], |c| c.columns.as_slice());
     let now = Utc::now().timestamp_millis();
     let metrics = FileSizeMetrics::compute(table, outcomes);
     let predicate = match &plan.predicate {
@@ -160,6 +160,15 @@ pub fn actions(
                 Value::String(serde_json::to_string(z_order_by).unwrap_or_default()),
             ),
             ("auto".to_string(), Value::String("false".to_string())),
+            (
+                "curve".to_string(),
+                Value::String(
+                    plan.clustering
+                        .as_ref()
+                        .map_or("none", |c| crate::plan::cluster::curve_name(c.curve))
+                        .to_string(),
+                ),
+            ),
             (
                 "targetSize".to_string(),
                 Value::String(plan.target_file_bytes.to_string()),
@@ -202,7 +211,13 @@ pub fn actions(
                 modification_time: now,
                 data_change: false,
                 stats: Some(written.stats_json.clone()),
-                tags: None,
+                tags: (!written.tags.is_empty()).then(|| {
+                    written
+                        .tags
+                        .iter()
+                        .map(|(k, v)| (k.clone(), Some(v.clone())))
+                        .collect()
+                }),
                 deletion_vector: None,
                 base_row_id: None,
                 default_row_commit_version: None,

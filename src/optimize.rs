@@ -170,7 +170,7 @@ impl Rewritten {
             outcome.duration = started.elapsed();
             return Ok(outcome);
         }
-        let actions = commit::actions(&table, &outcome.plan, &outcomes, &[])?;
+        let actions = commit::actions(&table, &outcome.plan, &outcomes)?;
         let version = match commit::commit(&table, &actions).await {
             Ok(version) => version,
             Err(e) => {

@@ -154,9 +154,17 @@ impl Reservoir {
     /// Turns the sample into bucket boundaries with at most `2^bits` buckets.
     #[must_use]
     pub fn into_buckets(self, bits: u32) -> ColumnBuckets {
+        self.finish(bits).0
+    }
+
+    /// Like [`Reservoir::into_buckets`], and also returns the sampled values in sample order
+    /// (`None` for null). Reservoirs with the same seed fed the same number of rows pick the
+    /// same row positions, so the samples of several columns line up row by row.
+    #[must_use]
+    pub fn finish(self, bits: u32) -> (ColumnBuckets, Vec<Option<OwnedRow>>) {
         let bits = bits.clamp(1, super::MAX_BITS_PER_DIMENSION);
         let value_buckets = (1usize << bits) - 1;
-        let mut sorted: Vec<OwnedRow> = self.values.into_iter().flatten().collect();
+        let mut sorted: Vec<OwnedRow> = self.values.iter().flatten().cloned().collect();
         sorted.sort_unstable();
         let mut distinct = sorted.clone();
         distinct.dedup();
@@ -169,10 +177,13 @@ impl Reservoir {
             cuts.dedup();
             cuts
         };
-        ColumnBuckets {
-            converter: self.converter,
-            cuts,
-        }
+        (
+            ColumnBuckets {
+                converter: self.converter,
+                cuts,
+            },
+            self.values,
+        )
     }
 }
 
@@ -187,6 +198,15 @@ impl ColumnBuckets {
     #[must_use]
     pub fn num_buckets(&self) -> usize {
         self.cuts.len() + 2
+    }
+
+    /// The bucket of one value in row format (`None` for null).
+    #[must_use]
+    pub fn bucket_of(&self, value: Option<&OwnedRow>) -> u32 {
+        value.map_or(0, |v| {
+            let position = self.cuts.partition_point(|cut| cut.row() <= v.row());
+            u32::try_from(position + 1).unwrap_or(u32::MAX)
+        })
     }
 
     /// The bucket of every value of `array`: 0 for null, else 1 + the cut points at or below

@@ -9,6 +9,7 @@
 //! files whose deletion vector deletes more than the maximum deleted ratio of their rows.
 
 pub mod binpack;
+pub mod cluster;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -41,6 +42,7 @@ pub const AUTOTUNE_LARGE_TABLE_BYTES: u64 = 10_000_000_000_000;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct PlanOptions {
+    clustering: Option<cluster::ClusterRequest>,
     max_deleted_ratio: f64,
     min_file_bytes: Option<u64>,
     predicate: Option<String>,
@@ -50,6 +52,7 @@ pub struct PlanOptions {
 impl Default for PlanOptions {
     fn default() -> Self {
         Self {
+            clustering: None,
             max_deleted_ratio: DEFAULT_MAX_DELETED_RATIO,
             min_file_bytes: None,
             predicate: None,
@@ -88,6 +91,15 @@ impl PlanOptions {
     #[must_use]
     pub fn with_predicate(mut self, predicate: Option<String>) -> Self {
         self.predicate = predicate;
+        self
+    }
+
+    /// Cluster along a curve over 1 to 6 columns (`--zorder` / `--hilbert`) instead of only
+    /// compacting: every selected partition that is not already clustered that way is
+    /// rewritten whole (see [`cluster`]). Defaults to no clustering.
+    #[must_use]
+    pub fn with_clustering(mut self, request: Option<cluster::ClusterRequest>) -> Self {
+        self.clustering = request;
         self
     }
 
@@ -192,6 +204,8 @@ pub struct Plan {
     pub num_partitions_selected: usize,
     /// Partitions with at least one bin.
     pub partitions: Vec<PartitionPlan>,
+    /// The clustering, when the run clusters (one bin per partition, all its files).
+    pub clustering: Option<cluster::Clustering>,
 }
 
 impl Plan {
@@ -326,6 +340,11 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         .as_deref()
         .map(|text| partition_predicate(table, text))
         .transpose()?;
+    let clustering = options
+        .clustering
+        .as_ref()
+        .map(|request| cluster::resolve(table, request))
+        .transpose()?;
 
     let mut groups: BTreeMap<&[Option<String>], Vec<usize>> = BTreeMap::new();
     for (index, file) in table.files.iter().enumerate() {
@@ -366,21 +385,32 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
             }
         }
         num_partitions_selected += 1;
-        let candidates: Vec<(usize, u64)> = indices
-            .iter()
-            .map(|&i| (i, &table.files[i]))
-            .filter(|(_, f)| {
-                f.size_bytes < min_file_bytes || f.deleted_ratio() > options.max_deleted_ratio
-            })
-            .map(|(i, f)| (i, f.size_bytes))
-            .collect();
+        let packed = if let Some(clustering) = &clustering {
+            let files: Vec<&crate::table::DataFile> =
+                indices.iter().map(|&i| &table.files[i]).collect();
+            if clustering.is_clustered(&files) {
+                Vec::new()
+            } else {
+                vec![indices.clone()]
+            }
+        } else {
+            let candidates: Vec<(usize, u64)> = indices
+                .iter()
+                .map(|&i| (i, &table.files[i]))
+                .filter(|(_, f)| {
+                    f.size_bytes < min_file_bytes || f.deleted_ratio() > options.max_deleted_ratio
+                })
+                .map(|(i, f)| (i, f.size_bytes))
+                .collect();
+            binpack::pack(&candidates, target_file_bytes)
+        };
         let mut bins = Vec::new();
-        for files in binpack::pack(&candidates, target_file_bytes) {
+        for files in packed {
             let num_deletion_vectors = files
                 .iter()
                 .filter(|&&i| table.files[i].deletion_vector.is_some())
                 .count();
-            if files.len() == 1 && num_deletion_vectors == 0 {
+            if clustering.is_none() && files.len() == 1 && num_deletion_vectors == 0 {
                 continue;
             }
             let input_bytes: u64 = files.iter().map(|&i| table.files[i].size_bytes).sum();
@@ -428,6 +458,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         predicate: predicate.map(|p| p.to_string()),
         num_partitions_selected,
         partitions,
+        clustering,
     })
 }
 

@@ -10,10 +10,12 @@
 //! Object-store I/O runs on the tokio runtime whose handle is passed in; rayon threads block
 //! on it (they are never tokio workers).
 
+pub mod cluster;
 pub mod read;
 pub mod stats;
 pub mod write;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -30,6 +32,8 @@ pub use write::WrittenFile;
 
 /// Default worker threads: 0 means one per available core.
 pub const DEFAULT_THREADS: usize = 0;
+/// Rows handed to the writer at a time when writing sorted data.
+pub const READ_ROWS_PER_WRITE: usize = 8192;
 /// The most worker threads a run may ask for.
 pub const MAX_THREADS: usize = 1024;
 
@@ -135,31 +139,40 @@ fn run_bin(
     progress: &dyn Progress,
 ) -> (Result<BinOutcome>, Vec<WrittenFile>) {
     progress.bin_started(bin);
-    let mut writer = write::RollingWriter::new(write::WriterConfig {
+    let directory = write::partition_directory(&table.partition_physical_names, values);
+    let config = |tags: BTreeMap<String, String>| write::WriterConfig {
         schema: context.reader.target_schema.clone(),
-        directory: write::partition_directory(&table.partition_physical_names, values),
+        directory: directory.clone(),
         bin_id: bin.id,
         target_file_bytes: plan.target_file_bytes,
         leaves: context.leaves.clone(),
         with_tight_bounds: context.with_tight_bounds,
+        tags,
         store: context.reader.store.clone(),
         runtime: context.reader.runtime.clone(),
-    });
-    let result = (|| {
-        let mut rows = 0u64;
-        for &index in &bin.files {
-            if context.cancel.load(Ordering::Relaxed) {
-                return Err(Error::Cancelled);
-            }
-            let file = &table.files[index];
-            for batch in context.reader.read(file)? {
-                rows += batch.num_rows() as u64;
-                writer.write(&batch)?;
-            }
-            progress.file_done(file.size_bytes);
-        }
-        writer.finish()?;
-        let written_rows: u64 = writer.written().iter().map(|f| f.num_records).sum();
+    };
+    let mut written = Vec::new();
+    let rows = match &plan.clustering {
+        Some(clustering) => cluster::run(
+            table,
+            clustering,
+            context,
+            bin,
+            &config,
+            progress,
+            &mut written,
+        ),
+        None => compact(
+            table,
+            context,
+            bin,
+            config(BTreeMap::new()),
+            progress,
+            &mut written,
+        ),
+    };
+    let result = rows.and_then(|rows| {
+        let written_rows: u64 = written.iter().map(|f| f.num_records).sum();
         if written_rows != rows {
             return Err(Error::Internal(format!(
                 "bin {} read {rows} rows but wrote {written_rows}",
@@ -178,9 +191,40 @@ fn run_bin(
             bin_id: bin.id,
             input_files: bin.files.clone(),
             rows,
-            written: writer.written().to_vec(),
+            written: written.clone(),
         })
-    })();
+    });
     progress.bin_finished(bin);
-    (result, writer.written().to_vec())
+    (result, written)
+}
+
+/// Bin-packing: streams the bin's files, in order, into rolling files. Returns the rows read;
+/// `written` receives every file uploaded, also on failure.
+fn compact(
+    table: &TableView,
+    context: &RewriteContext,
+    bin: &Bin,
+    config: write::WriterConfig,
+    progress: &dyn Progress,
+    written: &mut Vec<WrittenFile>,
+) -> Result<u64> {
+    let mut writer = write::RollingWriter::new(config);
+    let result = (|| {
+        let mut rows = 0u64;
+        for &index in &bin.files {
+            if context.cancel.load(Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
+            let file = &table.files[index];
+            for batch in context.reader.read(file)? {
+                rows += batch.num_rows() as u64;
+                writer.write(&batch)?;
+            }
+            progress.file_done(file.size_bytes);
+        }
+        writer.finish()?;
+        Ok(rows)
+    })();
+    written.extend(writer.written().iter().cloned());
+    result
 }

@@ -231,6 +231,17 @@ impl StatsCollector {
     }
 }
 
+/// The values of the leaf at `path`, null wherever the leaf or an enclosing struct is null.
+pub(crate) fn leaf_values(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef> {
+    let (array, nulls) = leaf_array(batch, path).ok_or_else(|| {
+        Error::Internal(format!("column {} missing from a batch", path.join(".")))
+    })?;
+    if nulls.as_ref().map(NullBuffer::null_count) == array.nulls().map(NullBuffer::null_count) {
+        return Ok(array);
+    }
+    with_nulls(&array, nulls)
+}
+
 /// The leaf array at `path` and its effective nulls (its own and every enclosing struct's).
 fn leaf_array(batch: &RecordBatch, path: &[String]) -> Option<(ArrayRef, Option<NullBuffer>)> {
     let (first, rest) = path.split_first()?;

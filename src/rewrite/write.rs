@@ -5,6 +5,7 @@
 //! exceeds the target by at most one row group. File names follow Spark:
 //! `part-<bin>-<uuid>-c<seq>.snappy.parquet`, inside the partition's Hive-style directory.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use deltalake::arrow::array::RecordBatch;
@@ -74,6 +75,8 @@ pub struct WrittenFile {
     pub num_records: u64,
     /// The stats JSON for its `add` action.
     pub stats_json: String,
+    /// Tags for its `add` action (the cube tags of a clustering run; empty otherwise).
+    pub tags: BTreeMap<String, String>,
 }
 
 /// Streams batches into rolling Parquet files and uploads each when it closes.
@@ -85,6 +88,7 @@ pub(crate) struct RollingWriter {
     target_file_bytes: u64,
     leaves: Vec<LeafColumn>,
     with_tight_bounds: bool,
+    tags: BTreeMap<String, String>,
     // resources
     store: Arc<dyn ObjectStore>,
     runtime: tokio::runtime::Handle,
@@ -101,6 +105,7 @@ pub(crate) struct WriterConfig {
     pub target_file_bytes: u64,
     pub leaves: Vec<LeafColumn>,
     pub with_tight_bounds: bool,
+    pub tags: BTreeMap<String, String>,
     pub store: Arc<dyn ObjectStore>,
     pub runtime: tokio::runtime::Handle,
 }
@@ -114,6 +119,7 @@ impl RollingWriter {
             target_file_bytes: config.target_file_bytes,
             leaves: config.leaves,
             with_tight_bounds: config.with_tight_bounds,
+            tags: config.tags,
             store: config.store,
             runtime: config.runtime,
             current: None,
@@ -196,6 +202,7 @@ impl RollingWriter {
             size_bytes,
             num_records: stats.num_records(),
             stats_json: stats.finish(),
+            tags: self.tags.clone(),
         });
         Ok(())
     }
@@ -236,6 +243,7 @@ mod tests {
                 leaf("s", PrimitiveType::String),
             ],
             with_tight_bounds: false,
+            tags: BTreeMap::new(),
             store: store.clone(),
             runtime: runtime.handle().clone(),
         });

@@ -234,3 +234,68 @@ pub fn optimize(
         Arc::new(delta_layout::progress::NoProgress),
     ))
 }
+
+/// Writes a new Delta table (protocol 1/2, unpartitioned) at `dir/name` holding `files`, each
+/// a list of batches written as one Parquet file, with no stats in the log.
+pub fn synthetic_table(
+    dir: &Path,
+    name: &str,
+    files: &[Vec<deltalake::arrow::array::RecordBatch>],
+) -> PathBuf {
+    use deltalake::parquet::arrow::ArrowWriter;
+    let root = dir.join(name);
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    let schema = files[0][0].schema();
+    let fields: Vec<Value> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let t = match f.data_type() {
+                deltalake::arrow::datatypes::DataType::Int64 => "long",
+                deltalake::arrow::datatypes::DataType::Float64 => "double",
+                deltalake::arrow::datatypes::DataType::Utf8 => "string",
+                other => panic!("unsupported synthetic type {other}"),
+            };
+            serde_json::json!({"name": f.name(), "type": t, "nullable": true, "metadata": {}})
+        })
+        .collect();
+    let schema_string = serde_json::json!({"type": "struct", "fields": fields}).to_string();
+    let mut lines = vec![
+        serde_json::json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}).to_string(),
+        serde_json::json!({"metaData": {
+            "id": "00000000-0000-0000-0000-000000000001",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string,
+            "partitionColumns": [],
+            "configuration": {},
+            "createdTime": 0,
+        }})
+        .to_string(),
+    ];
+    for (i, batches) in files.iter().enumerate() {
+        let file_name = format!("part-{i:05}.parquet");
+        let mut buffer = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), None).unwrap();
+        for batch in batches {
+            writer.write(batch).unwrap();
+        }
+        writer.close().unwrap();
+        std::fs::write(root.join(&file_name), &buffer).unwrap();
+        lines.push(
+            serde_json::json!({"add": {
+                "path": file_name,
+                "partitionValues": {},
+                "size": buffer.len(),
+                "modificationTime": 0,
+                "dataChange": true,
+            }})
+            .to_string(),
+        );
+    }
+    std::fs::write(
+        root.join("_delta_log").join(format!("{:020}.json", 0)),
+        lines.join("\n"),
+    )
+    .unwrap();
+    root
+}

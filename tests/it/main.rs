@@ -1,6 +1,7 @@
 //! Integration tests on real Delta tables (copies of `testdata/`).
 
 mod cli;
+mod cluster;
 mod commit;
 mod fixture;
 mod rewrite;

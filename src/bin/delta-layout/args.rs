@@ -68,6 +68,29 @@ pub struct OptimizeArgs {
     /// parentheses, e.g. "date >= '2024-01-01' AND region IN ('eu', 'us')".
     #[arg(long = "where", value_name = "PREDICATE", help_heading = "Planning")]
     pub predicate: Option<String>,
+    /// Cluster along a Z-order curve over 1 to 6 columns (comma-separated, `a.b` for nested).
+    ///
+    /// Each selected partition not already clustered this way is rewritten whole: rows are
+    /// sorted along the curve over rank buckets of the columns and cut into files of the
+    /// target size, so each file covers a compact box of the columns. Output files are tagged
+    /// ZCUBE_ID, ZCUBE_ZORDER_BY, ZCUBE_ZORDER_CURVE; a re-run on an unchanged table does
+    /// nothing. The partition is held in memory while it is clustered.
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        conflicts_with = "hilbert",
+        help_heading = "Curve"
+    )]
+    pub zorder: Option<Vec<String>>,
+    /// Cluster along a Hilbert curve over 1 to 6 columns (as --zorder; better locality).
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        help_heading = "Curve"
+    )]
+    pub hilbert: Option<Vec<String>>,
     /// Print the plan and write nothing.
     #[arg(long, help_heading = "Planning")]
     pub dry_run: bool,

@@ -117,7 +117,15 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
         ),
         Some(version) => writeln!(
             out,
-            "committed version {version}: {} files ({}) -> {} files ({}), {} rows, {} bins in {} partitions, {:.1}s",
+            "committed version {version}{}: {} files ({}) -> {} files ({}), {} rows, {} bins in {} partitions, {:.1}s",
+            o.plan
+                .clustering
+                .as_ref()
+                .map_or(String::new(), |c| format!(
+                    " ({} on {})",
+                    delta_layout::plan::cluster::curve_name(c.curve),
+                    c.columns.join(", ")
+                )),
             o.files_removed,
             format_size(o.bytes_removed),
             o.files_added,
@@ -143,6 +151,8 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "rows": o.rows,
         "partitions": o.partitions,
         "bins": o.bins,
+        "curve": o.plan.clustering.as_ref().map(|c| delta_layout::plan::cluster::curve_name(c.curve)),
+        "columns": o.plan.clustering.as_ref().map(|c| c.columns.clone()),
         "duration_ms": u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
         "metrics": o.metrics,
         "plan": o.plan,

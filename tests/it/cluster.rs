@@ -1,0 +1,298 @@
+//! Clustering along Z-order and Hilbert curves: rows kept on every real table, layout
+//! quality on synthetic data, errors naming the column.
+
+use std::sync::Arc;
+
+use delta_layout::curve::Curve;
+use delta_layout::optimize::OptimizeOptions;
+use delta_layout::plan::PlanOptions;
+use delta_layout::plan::cluster::ClusterRequest;
+use deltalake::arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
+use deltalake::arrow::datatypes::{DataType, Field, Schema};
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
+use serde_json::Value;
+
+use crate::fixture::{Fixture, load, optimize, rows, synthetic_table};
+
+fn clustering(curve: Curve, columns: &[&str], target: Option<u64>) -> OptimizeOptions {
+    OptimizeOptions::default().with_plan(
+        PlanOptions::default()
+            .with_target_file_bytes(target)
+            .with_clustering(Some(ClusterRequest {
+                curve,
+                columns: columns.iter().map(ToString::to_string).collect(),
+            })),
+    )
+}
+
+/// Every real table with an orderable data column keeps its rows when clustered on up to
+/// two of them, with both curves, into several files; a second run is a no-op.
+#[test]
+fn clustering_keeps_rows_on_every_real_table() {
+    use deltalake::kernel::{DataType as D, PrimitiveType as P};
+    let mut clustered = 0;
+    for (i, name) in crate::rewrite::ACCEPTED.iter().enumerate() {
+        let fixture = Fixture::copy(name);
+        let table = load(&fixture.location());
+        let columns: Vec<String> = table
+            .data_leaf_columns()
+            .into_iter()
+            .filter(|l| {
+                matches!(
+                    l.data_type,
+                    D::Primitive(
+                        P::Integer
+                            | P::Long
+                            | P::String
+                            | P::Double
+                            | P::Date
+                            | P::Timestamp
+                            | P::TimestampNtz
+                            | P::Decimal(_)
+                            | P::Boolean
+                            | P::Short
+                            | P::Byte
+                    )
+                )
+            })
+            .map(|l| l.display_name())
+            .take(2)
+            .collect();
+        if columns.is_empty() {
+            continue;
+        }
+        let curve = if i % 2 == 0 {
+            Curve::Hilbert
+        } else {
+            Curve::ZOrder
+        };
+        let total = table.totals().bytes;
+        let target = (total / 3).max(1);
+        let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+        crate::rewrite::check_fixture(
+            name,
+            &fixture,
+            &clustering(curve, &columns, Some(target)),
+            true,
+        );
+        clustered += 1;
+    }
+    assert!(clustered >= 15, "only {clustered} tables clustered");
+}
+
+/// Average per-file span of `column` (max - min over the table's range), from the log.
+fn average_span(location: &str, column: &str) -> f64 {
+    let table = load(location);
+    let path = vec![column.to_string()];
+    let bounds: Vec<(f64, f64)> = table
+        .files
+        .iter()
+        .map(|f| {
+            let stats = f.stats.as_ref().expect("written files have stats");
+            let as_f64 = |v: &Value| v.as_f64().unwrap();
+            (
+                as_f64(stats.min(&path).unwrap()),
+                as_f64(stats.max(&path).unwrap()),
+            )
+        })
+        .collect();
+    let lo = bounds.iter().map(|b| b.0).fold(f64::INFINITY, f64::min);
+    let hi = bounds.iter().map(|b| b.1).fold(f64::NEG_INFINITY, f64::max);
+    let count = f64::from(u32::try_from(bounds.len()).unwrap());
+    bounds.iter().map(|(a, b)| (b - a) / (hi - lo)).sum::<f64>() / count
+}
+
+/// Two independent uniform columns, 64 output files: each file covers at most a quarter of
+/// each column's range on average (random order covers about all of it).
+#[test]
+fn clustered_files_cover_compact_boxes() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Float64, true),
+        Field::new("y", DataType::Int64, true),
+        Field::new("skewed", DataType::Float64, true),
+    ]));
+    let files: Vec<Vec<RecordBatch>> = (0..16)
+        .map(|_| {
+            let n = 8_000;
+            let x: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1000.0)).collect();
+            let y: Vec<i64> = (0..n).map(|_| rng.random_range(-50_000..50_000)).collect();
+            // Log-normal: most values small, a long tail.
+            let skewed: Vec<f64> = (0..n)
+                .map(|_| (rng.random_range(-3.0f64..3.0) * 2.0).exp())
+                .collect();
+            vec![
+                RecordBatch::try_new(
+                    schema.clone(),
+                    vec![
+                        Arc::new(Float64Array::from(x)),
+                        Arc::new(Int64Array::from(y)),
+                        Arc::new(Float64Array::from(skewed)),
+                    ],
+                )
+                .unwrap(),
+            ]
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let source = synthetic_table(dir.path(), "uniform", &files);
+    let total: u64 = load(&source.display().to_string()).totals().bytes;
+    for curve in [Curve::ZOrder, Curve::Hilbert] {
+        let copy = dir.path().join(format!("{curve:?}"));
+        copy_table(&source, &copy);
+        let location = copy.display().to_string();
+        let before = rows(&location);
+        // Output is smaller than the input (compression): aim for about 64 files.
+        let target = total / 80;
+        let outcome = optimize(&location, &clustering(curve, &["x", "y"], Some(target))).unwrap();
+        assert!(
+            outcome.files_added >= 48,
+            "{curve:?}: {} files",
+            outcome.files_added
+        );
+        assert_eq!(rows(&location), before);
+        for column in ["x", "y"] {
+            let span = average_span(&location, column);
+            assert!(
+                span <= 0.25,
+                "{curve:?}: average span of {column} is {span:.3}"
+            );
+        }
+    }
+    // Clustered on another column, files cover nearly all of x's range: the spans above
+    // come from the layout, not from the data.
+    let copy = dir.path().join("other-column");
+    copy_table(&source, &copy);
+    let location = copy.display().to_string();
+    optimize(
+        &location,
+        &clustering(Curve::Hilbert, &["skewed"], Some(total / 80)),
+    )
+    .unwrap();
+    assert!(
+        average_span(&location, "x") > 0.9,
+        "{}",
+        average_span(&location, "x")
+    );
+    // The skewed column itself splits by rows, not by value range: most files are narrow.
+    let span = average_span(&location, "skewed");
+    assert!(span < 0.1, "average span of the skewed column is {span:.3}");
+}
+
+fn copy_table(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in walk(from) {
+        let rel = entry.strip_prefix(from).unwrap();
+        let target = to.join(rel);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, target).unwrap();
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Strings sharing a 40-character prefix still cluster (ranks, not raw bytes).
+#[test]
+fn long_shared_string_prefixes_still_cluster() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("s", DataType::Utf8, true),
+        Field::new("n", DataType::Int64, true),
+    ]));
+    let prefix = "https://example.com/a/very/long/common/pre";
+    let files: Vec<Vec<RecordBatch>> = (0..8)
+        .map(|_| {
+            let n = 5_000;
+            let s: Vec<String> = (0..n)
+                .map(|_| format!("{prefix}{:08}", rng.random_range(0..100_000_000)))
+                .collect();
+            let v: Vec<i64> = (0..n).map(|_| rng.random_range(0..1_000_000)).collect();
+            vec![
+                RecordBatch::try_new(
+                    schema.clone(),
+                    vec![
+                        Arc::new(StringArray::from(s)),
+                        Arc::new(Int64Array::from(v)),
+                    ],
+                )
+                .unwrap(),
+            ]
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let root = synthetic_table(dir.path(), "prefix", &files);
+    let location = root.display().to_string();
+    let total = load(&location).totals().bytes;
+    let before = rows(&location);
+    let outcome = optimize(
+        &location,
+        &clustering(Curve::Hilbert, &["s", "n"], Some(total / 20)),
+    )
+    .unwrap();
+    assert!(outcome.files_added >= 10);
+    assert_eq!(rows(&location), before);
+    // Spans of n, the numeric column, show that s did not drown it.
+    assert!(
+        average_span(&location, "n") <= 0.35,
+        "{}",
+        average_span(&location, "n")
+    );
+}
+
+#[test]
+fn bad_clustering_columns_are_named() {
+    let fixture = Fixture::copy("partitioned-string-null");
+    let location = fixture.location();
+    let listing = fixture.listing();
+    let case = |columns: &[&str], needles: &[&str]| {
+        let err = optimize(&location, &clustering(Curve::ZOrder, columns, None))
+            .unwrap_err()
+            .to_string();
+        for needle in needles {
+            assert!(
+                err.contains(needle),
+                "{columns:?}: '{needle}' not in: {err}"
+            );
+        }
+    };
+    case(&["letter"], &["'letter'", "partition column"]);
+    case(&["nope"], &["'nope'", "does not exist", "number"]);
+    case(&["number", "number"], &["'number'", "twice"]);
+    case(&[], &["--zorder", "at least one"]);
+    case(&["number"; 7], &["--zorder", "at most 6"]);
+    assert_eq!(fixture.listing(), listing);
+
+    let nested = Fixture::copy("all-types-nested");
+    let err = optimize(
+        &nested.location(),
+        &clustering(Curve::Hilbert, &["nested_struct"], None),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("'nested_struct'") && err.contains("struct"),
+        "{err}"
+    );
+    let err = optimize(
+        &nested.location(),
+        &clustering(Curve::Hilbert, &["array_of_prims"], None),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("'array_of_prims'") && err.contains("no order"),
+        "{err}"
+    );
+}
