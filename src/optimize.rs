@@ -27,7 +27,9 @@ use crate::table::schema::physical_arrow_schema;
 pub struct OptimizeOptions {
     cancel: Arc<AtomicBool>,
     dry_run: bool,
+    memory_limit_bytes: Option<u64>,
     plan: PlanOptions,
+    spill_directory: Option<std::path::PathBuf>,
     threads: usize,
 }
 
@@ -55,6 +57,24 @@ impl OptimizeOptions {
     #[must_use]
     pub fn with_cancel(mut self, cancel: Arc<AtomicBool>) -> Self {
         self.cancel = cancel;
+        self
+    }
+
+    /// The memory a clustering run may buffer, bytes (Arrow memory of the rows it holds). A
+    /// partition that does not fit is clustered out of core: rows are routed to per-range
+    /// spill files, then each range is sorted and written on its own. Defaults to
+    /// [`default_memory_limit_bytes`], a quarter of physical memory.
+    #[must_use]
+    pub fn with_memory_limit(mut self, bytes: Option<u64>) -> Self {
+        self.memory_limit_bytes = bytes;
+        self
+    }
+
+    /// Where out-of-core clustering puts its spill files (in a fresh subdirectory, removed
+    /// on success and on failure). Defaults to the system's temporary directory.
+    #[must_use]
+    pub fn with_spill_directory(mut self, directory: Option<std::path::PathBuf>) -> Self {
+        self.spill_directory = directory;
         self
     }
 
@@ -89,6 +109,8 @@ pub struct OptimizeOutcome {
     pub partitions: u64,
     /// Bins rewritten.
     pub bins: u64,
+    /// Clustering bins that did not fit the memory budget and were clustered out of core.
+    pub bins_spilled: u64,
     /// Spark-named file-size metrics of the commit.
     pub metrics: FileSizeMetrics,
     /// The plan that was executed.
@@ -185,6 +207,7 @@ impl Rewritten {
         outcome.files_added = outcome.metrics.num_added_files;
         outcome.bytes_added = outcome.metrics.num_added_bytes;
         outcome.rows = outcomes.iter().map(|o| o.rows).sum();
+        outcome.bins_spilled = outcomes.iter().filter(|o| o.spilled).count() as u64;
         outcome.duration = started.elapsed();
         Ok(outcome)
     }
@@ -247,6 +270,7 @@ pub async fn rewrite(
         rows: plan.bins().filter_map(|b| b.input_rows).sum(),
         partitions: plan.partitions.len() as u64,
         bins: plan.bins().count() as u64,
+        bins_spilled: 0,
         metrics: FileSizeMetrics::default(),
         plan,
         duration: Duration::ZERO,
@@ -283,6 +307,10 @@ pub async fn rewrite(
             .any(|f| f == "deletionVectors"),
         threads: options.threads,
         cancel: options.cancel.clone(),
+        memory_limit_bytes: options
+            .memory_limit_bytes
+            .unwrap_or_else(default_memory_limit_bytes),
+        spill_directory: options.spill_directory.clone(),
         reader,
     };
     progress.start(
@@ -310,4 +338,22 @@ pub async fn rewrite(
         return Err(Error::Cancelled);
     }
     Ok(rewritten)
+}
+
+/// Fallback physical memory when `/proc/meminfo` cannot be read: 8 GiB.
+pub const FALLBACK_PHYSICAL_MEMORY_BYTES: u64 = 8 << 30;
+
+/// The default clustering memory budget: a quarter of physical memory (`MemTotal` of
+/// `/proc/meminfo`; [`FALLBACK_PHYSICAL_MEMORY_BYTES`] where that cannot be read).
+#[must_use]
+pub fn default_memory_limit_bytes() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(FALLBACK_PHYSICAL_MEMORY_BYTES, |kib| kib * 1024);
+    total / 4
 }

@@ -11,14 +11,21 @@
 //! 5. For each range, in parallel: sort its rows by key (stable), write them in order to
 //!    rolling files tagged with the cube, so rows inside a file follow the curve too.
 //!
-//! Rows are held in memory; the run refuses a partition whose input is larger than the
-//! memory budget rather than running out of memory.
+//! # Memory
+//! Step 1 keeps the rows it reads while their Arrow memory stays within the budget
+//! (`--memory-limit`). A partition that does not fit is clustered out of core: step 1 only
+//! samples, step 4 reads the files again and appends each row to its range's spill file
+//! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads one
+//! range at a time per thread. Ranges are about one output file each, so peak memory is the
+//! budget in memory mode and about (threads x a range) out of core, whatever the partition's
+//! size. Both modes route the same rows in the same order to the same ranges and sort them
+//! stably, so they write the same files.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
-use deltalake::arrow::array::{ArrayRef, RecordBatch, UInt32Array, UInt64Array};
-use deltalake::arrow::compute::{concat_batches, sort_to_indices, take_record_batch};
+use deltalake::arrow::array::{RecordBatch, UInt32Array};
+use deltalake::arrow::compute::{concat_batches, take_record_batch};
 use rayon::prelude::*;
 
 use super::stats::leaf_values;
@@ -35,8 +42,8 @@ use crate::table::TableView;
 /// Seed of the reservoirs: the same input gives the same layout.
 pub const SAMPLE_SEED: u64 = 0x00de_17a1_a70c;
 
-/// Clusters one bin (a whole partition). Returns the rows read; `written` receives every
-/// file uploaded, also on failure.
+/// Clusters one bin (a whole partition). Returns the rows read and whether the rows were
+/// spilled to disk; `written` receives every file uploaded, also on failure.
 pub(crate) fn run(
     table: &TableView,
     clustering: &Clustering,
@@ -45,11 +52,13 @@ pub(crate) fn run(
     config: &(dyn Fn(BTreeMap<String, String>) -> WriterConfig + Sync),
     progress: &dyn Progress,
     written: &mut Vec<WrittenFile>,
-) -> Result<u64> {
-    // 1. Read and sample.
+) -> Result<(u64, bool)> {
+    // 1. Read and sample; keep the rows while they fit the budget.
     let bits = bits_per_dimension(clustering.leaves.len());
     let mut reservoirs: Vec<Reservoir> = Vec::new();
     let mut batches: Vec<RecordBatch> = Vec::new();
+    let mut buffered_bytes = 0u64;
+    let mut in_memory = true;
     let mut rows = 0u64;
     for &index in &bin.files {
         if context.cancel.load(Ordering::Relaxed) {
@@ -72,12 +81,20 @@ pub(crate) fn run(
                 reservoir.add(column)?;
             }
             rows += batch.num_rows() as u64;
-            batches.push(batch);
+            if in_memory {
+                buffered_bytes += batch.get_array_memory_size() as u64;
+                if buffered_bytes > context.memory_limit_bytes {
+                    in_memory = false;
+                    batches = Vec::new();
+                } else {
+                    batches.push(batch);
+                }
+            }
         }
         progress.file_done(file.size_bytes);
     }
-    if batches.is_empty() {
-        return Ok(0);
+    if rows == 0 {
+        return Ok((0, false));
     }
 
     // 2. Buckets, and the keys of the sampled rows.
@@ -105,26 +122,35 @@ pub(crate) fn run(
         .collect();
     boundaries.dedup();
 
-    // 4. Route rows to ranges.
-    let mut ranges: Vec<Vec<(RecordBatch, Vec<u64>)>> = vec![Vec::new(); boundaries.len() + 1];
-    for batch in batches {
-        let keys = row_keys(&batch, clustering, &buckets)?;
-        let mut members: Vec<Vec<u32>> = vec![Vec::new(); ranges.len()];
-        for (row, key) in keys.iter().enumerate() {
-            let range = boundaries.partition_point(|b| b <= key);
-            members[range].push(u32::try_from(row).unwrap_or(u32::MAX));
-        }
-        for (range, rows) in members.into_iter().enumerate() {
-            if rows.is_empty() {
-                continue;
+    // 4. Route rows to ranges: in memory, or into per-range spill files.
+    let router = Router {
+        clustering,
+        buckets: &buckets,
+        boundaries: &boundaries,
+    };
+    let ranges: Vec<RangeRows> = if in_memory {
+        let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); boundaries.len() + 1];
+        for batch in batches {
+            for (range, part) in router.route(&batch)? {
+                parts[range].push(part);
             }
-            let range_keys = rows.iter().map(|&r| keys[r as usize]).collect();
-            let indices = UInt32Array::from(rows);
-            let part = take_record_batch(&batch, &indices)
-                .map_err(|e| Error::arrow("routing rows to ranges", e))?;
-            ranges[range].push((part, range_keys));
         }
-    }
+        parts.into_iter().map(RangeRows::Memory).collect()
+    } else {
+        let spill =
+            spill::SpillFiles::create(context.spill_directory.as_deref(), boundaries.len() + 1)?;
+        for &index in &bin.files {
+            if context.cancel.load(Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
+            for batch in context.reader.read(&table.files[index])? {
+                for (range, part) in router.route(&batch)? {
+                    spill.append(range, &part)?;
+                }
+            }
+        }
+        spill.finish()?
+    };
 
     // 5. Sort and write each range.
     let cube = uuid::Uuid::new_v4().to_string();
@@ -138,10 +164,11 @@ pub(crate) fn run(
     ]);
     let results: Vec<(Result<()>, Vec<WrittenFile>)> = ranges
         .into_par_iter()
-        .filter(|parts| !parts.is_empty())
-        .map(|parts| {
+        .map(|range| {
             let mut writer = RollingWriter::new(config(tags.clone()));
-            let result = write_range(&mut writer, parts, context);
+            let result = range
+                .load()
+                .and_then(|parts| write_range(&mut writer, &parts, &router, context));
             (result, writer.written().to_vec())
         })
         .collect();
@@ -154,28 +181,75 @@ pub(crate) fn run(
     }
     match first_error {
         Some(e) => Err(e),
-        None => Ok(rows),
+        None => Ok((rows, !in_memory)),
+    }
+}
+
+/// The rows of one range: in memory, or in a spill file.
+enum RangeRows {
+    Memory(Vec<RecordBatch>),
+    Spilled(Option<spill::SpillFile>),
+}
+
+impl RangeRows {
+    fn load(self) -> Result<Vec<RecordBatch>> {
+        match self {
+            RangeRows::Memory(parts) => Ok(parts),
+            RangeRows::Spilled(None) => Ok(Vec::new()),
+            RangeRows::Spilled(Some(file)) => file.read(),
+        }
+    }
+}
+
+/// Routes rows to ranges by curve key.
+struct Router<'a> {
+    clustering: &'a Clustering,
+    buckets: &'a [ColumnBuckets],
+    boundaries: &'a [u64],
+}
+
+impl Router<'_> {
+    /// The rows of `batch` grouped by range, in row order within each range.
+    fn route(&self, batch: &RecordBatch) -> Result<Vec<(usize, RecordBatch)>> {
+        let keys = row_keys(batch, self.clustering, self.buckets)?;
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); self.boundaries.len() + 1];
+        for (row, key) in keys.iter().enumerate() {
+            let range = self.boundaries.partition_point(|b| b <= key);
+            members[range].push(u32::try_from(row).unwrap_or(u32::MAX));
+        }
+        let mut out = Vec::new();
+        for (range, rows) in members.into_iter().enumerate() {
+            if rows.is_empty() {
+                continue;
+            }
+            let part = take_record_batch(batch, &UInt32Array::from(rows))
+                .map_err(|e| Error::arrow("routing rows to ranges", e))?;
+            out.push((range, part));
+        }
+        Ok(out)
     }
 }
 
 fn write_range(
     writer: &mut RollingWriter,
-    parts: Vec<(RecordBatch, Vec<u64>)>,
+    parts: &[RecordBatch],
+    router: &Router<'_>,
     context: &RewriteContext,
 ) -> Result<()> {
     if context.cancel.load(Ordering::Relaxed) {
         return Err(Error::Cancelled);
     }
-    let schema = parts[0].0.schema();
-    let keys: Vec<u64> = parts.iter().flat_map(|(_, k)| k.iter().copied()).collect();
-    let batch = concat_batches(&schema, parts.iter().map(|(b, _)| b))
-        .map_err(|e| Error::arrow("gathering a range", e))?;
-    drop(parts);
-    let keys: ArrayRef = std::sync::Arc::new(UInt64Array::from(keys));
-    let order = sort_to_indices(&keys, None, None)
-        .map_err(|e| Error::arrow("sorting a range by curve key", e))?;
-    let sorted =
-        take_record_batch(&batch, &order).map_err(|e| Error::arrow("sorting a range", e))?;
+    let Some(first) = parts.first() else {
+        return Ok(());
+    };
+    let batch =
+        concat_batches(&first.schema(), parts).map_err(|e| Error::arrow("gathering a range", e))?;
+    let keys = row_keys(&batch, router.clustering, router.buckets)?;
+    // A stable sort: equal keys keep their routing order, so both memory modes agree.
+    let mut order: Vec<u32> = (0..u32::try_from(batch.num_rows()).unwrap_or(u32::MAX)).collect();
+    order.sort_by_key(|&i| keys[i as usize]);
+    let sorted = take_record_batch(&batch, &UInt32Array::from(order))
+        .map_err(|e| Error::arrow("sorting a range", e))?;
     drop(batch);
     let mut offset = 0;
     while offset < sorted.num_rows() {
@@ -211,4 +285,112 @@ pub(crate) fn row_keys(
 
 fn key(curve: Curve, coords: &[u32]) -> u64 {
     curve.key(coords)
+}
+
+mod spill {
+    //! Per-range spill files: Arrow IPC streams in a temporary directory that is removed when
+    //! the last handle goes, on success and on failure alike.
+
+    use std::fs::File;
+    use std::io::{BufReader, BufWriter};
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+
+    use deltalake::arrow::array::RecordBatch;
+    use deltalake::arrow::ipc::reader::StreamReader;
+    use deltalake::arrow::ipc::writer::StreamWriter;
+
+    use super::RangeRows;
+    use crate::error::{Error, Result};
+
+    /// Spill files being written, one per range (created on first use).
+    pub(super) struct SpillFiles {
+        directory: Arc<tempfile::TempDir>,
+        writers: Vec<Mutex<Option<StreamWriter<BufWriter<File>>>>>,
+    }
+
+    /// One finished spill file; holds the directory alive.
+    pub(super) struct SpillFile {
+        _directory: Arc<tempfile::TempDir>,
+        path: std::path::PathBuf,
+    }
+
+    fn io(path: &Path, source: std::io::Error) -> Error {
+        Error::Internal(format!("spill file '{}': {source}", path.display()))
+    }
+
+    impl SpillFiles {
+        pub(super) fn create(parent: Option<&Path>, ranges: usize) -> Result<Self> {
+            let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
+            let directory = tempfile::Builder::new()
+                .prefix("delta-layout-spill-")
+                .tempdir_in(&parent)
+                .map_err(|e| io(&parent, e))?;
+            Ok(Self {
+                directory: Arc::new(directory),
+                writers: (0..ranges).map(|_| Mutex::new(None)).collect(),
+            })
+        }
+
+        fn path(&self, range: usize) -> std::path::PathBuf {
+            self.directory
+                .path()
+                .join(format!("range-{range:06}.arrows"))
+        }
+
+        pub(super) fn append(&self, range: usize, batch: &RecordBatch) -> Result<()> {
+            let mut slot = self.writers[range]
+                .lock()
+                .map_err(|_| Error::Internal("a spill writer was poisoned".into()))?;
+            if slot.is_none() {
+                let path = self.path(range);
+                let file = File::create(&path).map_err(|e| io(&path, e))?;
+                let writer = StreamWriter::try_new(BufWriter::new(file), &batch.schema())
+                    .map_err(|e| Error::arrow("spilling rows", e))?;
+                *slot = Some(writer);
+            }
+            slot.as_mut()
+                .expect("created above")
+                .write(batch)
+                .map_err(|e| Error::arrow("spilling rows", e))
+        }
+
+        pub(super) fn finish(self) -> Result<Vec<RangeRows>> {
+            let mut out = Vec::with_capacity(self.writers.len());
+            for (range, slot) in self.writers.into_iter().enumerate() {
+                let writer = slot
+                    .into_inner()
+                    .map_err(|_| Error::Internal("a spill writer was poisoned".into()))?;
+                match writer {
+                    None => out.push(RangeRows::Spilled(None)),
+                    Some(mut writer) => {
+                        writer
+                            .finish()
+                            .map_err(|e| Error::arrow("closing a spill file", e))?;
+                        out.push(RangeRows::Spilled(Some(SpillFile {
+                            _directory: self.directory.clone(),
+                            path: self
+                                .directory
+                                .path()
+                                .join(format!("range-{range:06}.arrows")),
+                        })));
+                    }
+                }
+            }
+            Ok(out)
+        }
+    }
+
+    impl SpillFile {
+        pub(super) fn read(self) -> Result<Vec<RecordBatch>> {
+            let file = File::open(&self.path).map_err(|e| io(&self.path, e))?;
+            let reader = StreamReader::try_new(BufReader::new(file), None)
+                .map_err(|e| Error::arrow("reading a spill file", e))?;
+            let batches = reader
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| Error::arrow("reading a spill file", e))?;
+            std::fs::remove_file(&self.path).map_err(|e| io(&self.path, e))?;
+            Ok(batches)
+        }
+    }
 }

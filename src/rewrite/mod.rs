@@ -46,6 +46,8 @@ pub struct BinOutcome {
     pub input_files: Vec<usize>,
     /// Rows read (deleted rows excluded); equal to the rows written.
     pub rows: u64,
+    /// True when a clustering bin did not fit the memory budget and went through spill files.
+    pub spilled: bool,
     /// The files written.
     #[serde(skip)]
     pub written: Vec<WrittenFile>,
@@ -58,6 +60,8 @@ pub(crate) struct RewriteContext {
     pub with_tight_bounds: bool,
     pub threads: usize,
     pub cancel: Arc<AtomicBool>,
+    pub memory_limit_bytes: u64,
+    pub spill_directory: Option<std::path::PathBuf>,
 }
 
 /// Runs every bin of `plan`. Blocking: call it off the async runtime.
@@ -169,9 +173,10 @@ fn run_bin(
             config(BTreeMap::new()),
             progress,
             &mut written,
-        ),
+        )
+        .map(|rows| (rows, false)),
     };
-    let result = rows.and_then(|rows| {
+    let result = rows.and_then(|(rows, spilled)| {
         let written_rows: u64 = written.iter().map(|f| f.num_records).sum();
         if written_rows != rows {
             return Err(Error::Internal(format!(
@@ -191,6 +196,7 @@ fn run_bin(
             bin_id: bin.id,
             input_files: bin.files.clone(),
             rows,
+            spilled,
             written: written.clone(),
         })
     });

@@ -296,3 +296,100 @@ fn bad_clustering_columns_are_named() {
         "{err}"
     );
 }
+
+/// Per-file (rows, min and max of each column) of the active files, sorted: the layout,
+/// independent of file names.
+fn layout(location: &str, columns: &[&str]) -> Vec<String> {
+    let table = load(location);
+    let mut out: Vec<String> = table
+        .files
+        .iter()
+        .map(|f| {
+            let stats = f.stats.as_ref().unwrap();
+            let mut line = format!("{}", stats.num_records.unwrap());
+            for c in columns {
+                let path = vec![(*c).to_string()];
+                line.push_str(&format!(
+                    " {c}:{}..{}",
+                    stats.min(&path).unwrap(),
+                    stats.max(&path).unwrap()
+                ));
+            }
+            line
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A memory budget of 1/8 of the data clusters out of core and writes exactly the files an
+/// unbounded run writes, leaving no spill file behind.
+#[test]
+fn out_of_core_clustering_writes_the_same_files() {
+    let mut rng = StdRng::seed_from_u64(21);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, true),
+        Field::new("b", DataType::Float64, true),
+        Field::new("c", DataType::Utf8, true),
+    ]));
+    let files: Vec<Vec<RecordBatch>> = (0..12)
+        .map(|_| {
+            (0..3)
+                .map(|_| {
+                    let n = 4_000;
+                    let a: Vec<Option<i64>> = (0..n)
+                        .map(|_| rng.random_bool(0.95).then(|| rng.random_range(0..1_000)))
+                        .collect();
+                    let b: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    let c: Vec<String> = (0..n)
+                        .map(|i| format!("row-{i}-{}", rng.random_range(0..50)))
+                        .collect();
+                    RecordBatch::try_new(
+                        schema.clone(),
+                        vec![
+                            Arc::new(Int64Array::from(a)),
+                            Arc::new(Float64Array::from(b)),
+                            Arc::new(StringArray::from(c)),
+                        ],
+                    )
+                    .unwrap()
+                })
+                .collect()
+        })
+        .collect();
+    let in_memory_bytes: u64 = files
+        .iter()
+        .flatten()
+        .map(|b| b.get_array_memory_size() as u64)
+        .sum();
+    let dir = tempfile::tempdir().unwrap();
+    let source = synthetic_table(dir.path(), "source", &files);
+    let total = load(&source.display().to_string()).totals().bytes;
+    let mut layouts = Vec::new();
+    for (name, limit) in [("unbounded", None), ("bounded", Some(in_memory_bytes / 8))] {
+        let copy = dir.path().join(name);
+        copy_table(&source, &copy);
+        let location = copy.display().to_string();
+        let spill = dir.path().join(format!("spill-{name}"));
+        std::fs::create_dir_all(&spill).unwrap();
+        let before = rows(&location);
+        let options = clustering(Curve::ZOrder, &["a", "b"], Some(total / 10))
+            .with_memory_limit(limit)
+            .with_spill_directory(Some(spill.clone()));
+        let outcome = optimize(&location, &options).unwrap();
+        assert!(
+            outcome.files_added >= 5,
+            "{name}: {} files",
+            outcome.files_added
+        );
+        assert_eq!(outcome.bins_spilled, u64::from(limit.is_some()), "{name}");
+        assert_eq!(rows(&location), before, "{name}");
+        assert_eq!(
+            std::fs::read_dir(&spill).unwrap().count(),
+            0,
+            "{name}: spill files left"
+        );
+        layouts.push(layout(&location, &["a", "b"]));
+    }
+    assert_eq!(layouts[0], layouts[1], "out-of-core run wrote other files");
+}

@@ -91,6 +91,13 @@ pub struct OptimizeArgs {
         help_heading = "Curve"
     )]
     pub hilbert: Option<Vec<String>>,
+    /// Memory a clustering run may buffer (units: 512MiB, 4GB, or bytes).
+    ///
+    /// A partition whose rows do not fit is clustered out of core through spill files in
+    /// the temporary directory; they are removed on success and on failure. Defaults to a
+    /// quarter of physical memory.
+    #[arg(long, value_name = "SIZE", help_heading = "Curve")]
+    pub memory_limit: Option<String>,
     /// Print the plan and write nothing.
     #[arg(long, help_heading = "Planning")]
     pub dry_run: bool,

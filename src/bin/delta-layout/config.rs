@@ -1,6 +1,5 @@
 //! The one place flags meet the library: raw arguments to options.
 
-use anyhow::Context as _;
 use delta_layout::optimize::OptimizeOptions;
 use delta_layout::plan::{DEFAULT_MAX_DELETED_RATIO, PlanOptions};
 
@@ -40,9 +39,17 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_max_deleted_ratio(args.max_deleted_ratio.unwrap_or(DEFAULT_MAX_DELETED_RATIO))
         .with_predicate(args.predicate)
         .with_clustering(clustering(args.zorder, args.hilbert));
-    plan.validate().context("checking the options")?;
+    plan.validate()?;
+    let memory_limit = size("--memory-limit", args.memory_limit.as_deref())?;
+    if memory_limit == Some(0) {
+        anyhow::bail!(delta_layout::Error::invalid_option(
+            "--memory-limit",
+            "must be greater than 0"
+        ));
+    }
     Ok(OptimizeOptions::default()
         .with_plan(plan)
+        .with_memory_limit(memory_limit)
         .with_threads(args.threads)
         .with_dry_run(args.dry_run))
 }

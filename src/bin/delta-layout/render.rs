@@ -151,6 +151,7 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "rows": o.rows,
         "partitions": o.partitions,
         "bins": o.bins,
+        "bins_spilled": o.bins_spilled,
         "curve": o.plan.clustering.as_ref().map(|c| delta_layout::plan::cluster::curve_name(c.curve)),
         "columns": o.plan.clustering.as_ref().map(|c| c.columns.clone()),
         "duration_ms": u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
