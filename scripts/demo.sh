@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
 # Runs the main job on a bundled example: copies a table of 30 small files written by Spark
-# (testdata/basic-with-checkpoint) to a temporary directory, then inspect, optimize, inspect.
+# (testdata/basic-with-checkpoint) to a temporary directory, then inspect, optimize, inspect,
+# and a Hilbert clustering of a partitioned table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet --bin delta-layout
-bin=target/debug/delta-layout
+echo "== building delta-layout (the first build compiles deltalake and Arrow: about 15 minutes)"
+cargo build --bin delta-layout
+dl() { cargo run --quiet --bin delta-layout -- "$@"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 table="$work/basic-with-checkpoint"
 cp -r testdata/basic-with-checkpoint "$table"
 
+echo
 echo "== inspect (before)"
-"$bin" inspect "$table"
+dl inspect "$table"
 echo
 echo "== optimize --dry-run"
-"$bin" optimize "$table" --dry-run
+dl optimize "$table" --dry-run
 echo
 echo "== optimize"
-"$bin" optimize "$table"
+dl optimize "$table"
 echo
 echo "== inspect (after)"
-"$bin" inspect "$table"
+dl inspect "$table"
 echo
 echo "== optimize again (nothing to do)"
-"$bin" optimize "$table"
+dl optimize "$table"
+echo
+echo "== optimize --hilbert on a partitioned table (1,581 HTTP requests written by delta-rs)"
+cp -r testdata/http-requests-delta-rs "$work/http"
+dl optimize "$work/http" --hilbert ClientIP,EdgeStartTimestamp

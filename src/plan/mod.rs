@@ -226,10 +226,41 @@ impl Plan {
         self.bins().map(|b| b.input_bytes).sum()
     }
 
+    /// Why a plan is empty, for people.
+    #[must_use]
+    pub fn nothing_to_do(&self) -> String {
+        if self.num_partitions_selected == 0 && self.predicate.is_some() {
+            "the --where predicate matched no partition".to_string()
+        } else if self.clustering.is_some() {
+            format!(
+                "every selected partition ({}) is already clustered this way",
+                self.num_partitions_selected
+            )
+        } else {
+            format!(
+                "no selected partition ({}) has two or more small files, or a file with many deleted rows",
+                self.num_partitions_selected
+            )
+        }
+    }
+
     /// True when there is nothing to do.
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.partitions.is_empty()
+    }
+}
+
+impl TargetSource {
+    /// How the target size was chosen, for people: `--target-size`, `delta.targetFileSize`
+    /// or `autotuned`.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            TargetSource::Option => "--target-size",
+            TargetSource::TableProperty => PROP_TARGET_FILE_SIZE,
+            TargetSource::Autotuned => "autotuned",
+        }
     }
 }
 
@@ -240,23 +271,18 @@ impl fmt::Display for Plan {
             "plan for version {}: target file size {} ({}), candidates below {} or over {:.0}% deleted rows",
             self.table_version,
             format_size(self.target_file_bytes),
-            match self.target_source {
-                TargetSource::Option => "--target-size",
-                TargetSource::TableProperty => PROP_TARGET_FILE_SIZE,
-                TargetSource::Autotuned => "autotuned",
-            },
+            self.target_source.describe(),
             format_size(self.min_file_bytes),
             self.max_deleted_ratio * 100.0
         )?;
         if let Some(p) = &self.predicate {
             writeln!(f, "where {p}")?;
         }
+        if let Some(c) = &self.clustering {
+            writeln!(f, "cluster along a {} curve on {}", cluster::curve_name(c.curve), c.columns.join(", "))?;
+        }
         if self.is_empty() {
-            return writeln!(
-                f,
-                "nothing to do: no partition of {} selected has files to compact",
-                self.num_partitions_selected
-            );
+            return writeln!(f, "nothing to do: {}", self.nothing_to_do());
         }
         for partition in &self.partitions {
             let files: usize = partition.bins.iter().map(|b| b.files.len()).sum();

@@ -2,8 +2,8 @@
 
 use clap::{Args, Parser, Subcommand};
 
-/// Optimize the physical layout of Delta Lake tables: bin-packing compaction, with the
-/// numbers to show what it bought.
+/// Optimize the physical layout of Delta Lake tables: bin-packing compaction and Z-order or
+/// Hilbert clustering.
 #[derive(Debug, Parser)]
 #[command(name = "delta-layout", version, about, long_about = None)]
 pub struct Cli {

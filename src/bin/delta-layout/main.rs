@@ -94,14 +94,25 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 fn run() -> anyhow::Result<ExitCode> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // No subcommand: the help, on stderr, as an error.
+            let _ = write!(std::io::stderr(), "{}", e.render());
+            return Ok(ExitCode::from(2));
+        }
         Err(e) if e.use_stderr() => {
             // Usage errors: one line naming the argument, exit code 2.
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let mut parts: Vec<&str> = Vec::new();
+            for line in text.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with("Usage:") || line.starts_with("For more") {
+                    break;
+                }
+                parts.push(line.strip_prefix("error: ").unwrap_or(line));
+            }
             let _ = writeln!(
                 std::io::stderr(),
-                "delta-layout: {first} (see delta-layout --help)"
+                "delta-layout: {} (see --help)",
+                parts.join(" ")
             );
             return Ok(ExitCode::from(2));
         }

@@ -40,9 +40,9 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
     writeln!(out, "partitions {} ({partitioning})", r.partitions)?;
     writeln!(
         out,
-        "target     {} ({:?}); {} files below it, {} below 3/4 of it (compaction candidates)",
+        "target     {} ({}); {} files below it, {} below 3/4 of it (the default --min-file-size)",
         format_size(r.target_file_bytes),
-        r.target_source,
+        r.target_source.describe(),
         r.files_below_target,
         r.files_below_min_size
     )?;
@@ -112,8 +112,9 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
     match o.version {
         None => writeln!(
             out,
-            "nothing to do at version {}: no selected partition has files to compact",
-            o.read_version
+            "nothing to do at version {}: {}",
+            o.read_version,
+            o.plan.nothing_to_do()
         ),
         Some(version) => writeln!(
             out,
