@@ -1,13 +1,19 @@
 //! Planning a clustering run (`--zorder` / `--hilbert`): which columns, and which partitions
 //! are already clustered.
 //!
-//! # Cubes
-//! Every file a clustering run writes carries three tags (the names Delta Spark gives its
-//! Z-cubes): `ZCUBE_ID`, one id per clustered set of rows (a partition's run),
-//! `ZCUBE_ZORDER_BY`, the JSON list of the clustering columns, and `ZCUBE_ZORDER_CURVE`,
-//! `zorder` or `hilbert`. A partition whose files all belong to one cube of the same columns
-//! and curve is already clustered and is left alone, so a second run is a no-op; any other
-//! partition (new files, other columns, other curve) is clustered again as a whole.
+//! # Cubes (incremental clustering, as Delta Spark's Z-cubes)
+//! Every file a clustering run writes carries three tags: `ZCUBE_ID`, one id per clustered
+//! set of rows (a partition's run), `ZCUBE_ZORDER_BY`, the JSON list of the clustering
+//! columns, and `ZCUBE_ZORDER_CURVE`, `zorder` or `hilbert`. In each partition:
+//! 1. files of cubes with the same columns and curve (and no deletion vector) are *clustered*;
+//!    every other file (new data, another curve or other columns, a deletion vector) is
+//!    *new*;
+//! 2. a cube whose files add up to the cube size (default [`DEFAULT_CUBE_BYTES`], 100 GiB,
+//!    as in Delta Spark) is *sealed*;
+//! 3. without new files the partition is left alone, so a second run is a no-op; otherwise the
+//!    new files and the files of unsealed cubes are clustered together into a new cube, and
+//!    sealed cubes stay as they are;
+//! 4. `--full` clusters every file of the partition.
 
 use serde::Serialize;
 
@@ -22,6 +28,9 @@ pub const TAG_CUBE_COLUMNS: &str = "ZCUBE_ZORDER_BY";
 /// Tag with the curve of the cube (`zorder` or `hilbert`).
 pub const TAG_CUBE_CURVE: &str = "ZCUBE_ZORDER_CURVE";
 
+/// Default size at which a cube is sealed: 100 GiB.
+pub const DEFAULT_CUBE_BYTES: u64 = 100 << 30;
+
 /// What the user asked for: a curve over named columns (dotted paths for nested fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterRequest {
@@ -29,6 +38,24 @@ pub struct ClusterRequest {
     pub curve: Curve,
     /// Column names as given.
     pub columns: Vec<String>,
+    /// Cubes this large (bytes) are sealed and left alone; `None` for
+    /// [`DEFAULT_CUBE_BYTES`].
+    pub cube_bytes: Option<u64>,
+    /// Recluster every file, sealed cubes included.
+    pub full: bool,
+}
+
+impl ClusterRequest {
+    /// A request for `curve` over `columns`, with the default cube size, incremental.
+    #[must_use]
+    pub fn new(curve: Curve, columns: Vec<String>) -> Self {
+        Self {
+            curve,
+            columns,
+            cube_bytes: None,
+            full: false,
+        }
+    }
 }
 
 /// A resolved clustering: the curve and the leaf columns it orders by.
@@ -42,6 +69,10 @@ pub struct Clustering {
     /// The resolved leaves (physical paths, types), parallel to `columns`.
     #[serde(skip)]
     pub leaves: Vec<LeafColumn>,
+    /// Cube size at which cubes are sealed, bytes.
+    pub cube_bytes: u64,
+    /// Every file is reclustered.
+    pub full: bool,
 }
 
 fn serialize_curve<S: serde::Serializer>(curve: &Curve, s: S) -> Result<S::Ok, S::Error> {
@@ -64,23 +95,44 @@ impl Clustering {
         serde_json::to_string(&self.columns).unwrap_or_default()
     }
 
-    /// True when `files` are all in one cube with these columns and this curve.
+    /// The files of one partition (`(index, file)`) to cluster together, following the cube
+    /// rules in the module docs; empty when the partition is left alone.
     #[must_use]
-    pub fn is_clustered(&self, files: &[&DataFile]) -> bool {
+    pub fn select(&self, files: &[(usize, &DataFile)]) -> Vec<usize> {
+        if self.full {
+            return files.iter().map(|(i, _)| *i).collect();
+        }
         let columns = self.columns_json();
         let tag = |f: &DataFile, key: &str| f.tags.get(key).cloned().flatten();
-        let Some(first) = files.first() else {
-            return true;
-        };
-        let Some(cube) = tag(first, TAG_CUBE_ID) else {
-            return false;
-        };
-        files.iter().all(|f| {
-            f.deletion_vector.is_none()
-                && tag(f, TAG_CUBE_ID).as_deref() == Some(cube.as_str())
-                && tag(f, TAG_CUBE_COLUMNS).as_deref() == Some(columns.as_str())
-                && tag(f, TAG_CUBE_CURVE).as_deref() == Some(curve_name(self.curve))
-        })
+        let mut cubes: std::collections::BTreeMap<String, (u64, Vec<usize>)> =
+            std::collections::BTreeMap::new();
+        let mut new_files = Vec::new();
+        for &(index, file) in files {
+            let cube = tag(file, TAG_CUBE_ID).filter(|_| {
+                file.deletion_vector.is_none()
+                    && tag(file, TAG_CUBE_COLUMNS).as_deref() == Some(columns.as_str())
+                    && tag(file, TAG_CUBE_CURVE).as_deref() == Some(curve_name(self.curve))
+            });
+            match cube {
+                Some(id) => {
+                    let entry = cubes.entry(id).or_default();
+                    entry.0 += file.size_bytes;
+                    entry.1.push(index);
+                }
+                None => new_files.push(index),
+            }
+        }
+        if new_files.is_empty() {
+            return Vec::new();
+        }
+        let mut selected = new_files;
+        for (bytes, members) in cubes.into_values() {
+            if bytes < self.cube_bytes {
+                selected.extend(members);
+            }
+        }
+        selected.sort_unstable();
+        selected
     }
 }
 
@@ -165,10 +217,19 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
         }
         resolved.push(leaf);
     }
+    let cube_bytes = request.cube_bytes.unwrap_or(DEFAULT_CUBE_BYTES);
+    if cube_bytes == 0 {
+        return Err(Error::invalid_option(
+            "--cube-size",
+            "must be greater than 0",
+        ));
+    }
     Ok(Clustering {
         curve: request.curve,
         columns: resolved.iter().map(LeafColumn::display_name).collect(),
         leaves: resolved,
+        cube_bytes,
+        full: request.full,
     })
 }
 

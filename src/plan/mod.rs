@@ -279,7 +279,12 @@ impl fmt::Display for Plan {
             writeln!(f, "where {p}")?;
         }
         if let Some(c) = &self.clustering {
-            writeln!(f, "cluster along a {} curve on {}", cluster::curve_name(c.curve), c.columns.join(", "))?;
+            writeln!(
+                f,
+                "cluster along a {} curve on {}",
+                cluster::curve_name(c.curve),
+                c.columns.join(", ")
+            )?;
         }
         if self.is_empty() {
             return writeln!(f, "nothing to do: {}", self.nothing_to_do());
@@ -412,12 +417,13 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         }
         num_partitions_selected += 1;
         let packed = if let Some(clustering) = &clustering {
-            let files: Vec<&crate::table::DataFile> =
-                indices.iter().map(|&i| &table.files[i]).collect();
-            if clustering.is_clustered(&files) {
+            let files: Vec<(usize, &crate::table::DataFile)> =
+                indices.iter().map(|&i| (i, &table.files[i])).collect();
+            let selected = clustering.select(&files);
+            if selected.is_empty() {
                 Vec::new()
             } else {
-                vec![indices.clone()]
+                vec![selected]
             }
         } else {
             let candidates: Vec<(usize, u64)> = indices

@@ -19,10 +19,10 @@ fn clustering(curve: Curve, columns: &[&str], target: Option<u64>) -> OptimizeOp
     OptimizeOptions::default().with_plan(
         PlanOptions::default()
             .with_target_file_bytes(target)
-            .with_clustering(Some(ClusterRequest {
+            .with_clustering(Some(ClusterRequest::new(
                 curve,
-                columns: columns.iter().map(ToString::to_string).collect(),
-            })),
+                columns.iter().map(ToString::to_string).collect(),
+            ))),
     )
 }
 
@@ -392,4 +392,71 @@ fn out_of_core_clustering_writes_the_same_files() {
         layouts.push(layout(&location, &["a", "b"]));
     }
     assert_eq!(layouts[0], layouts[1], "out-of-core run wrote other files");
+}
+
+/// Cubes: a re-run after an append clusters the new files with the unsealed cube; once the
+/// cube is sealed, only new files; `--full` everything.
+#[test]
+fn incremental_clustering_respects_sealed_cubes() {
+    let fixture = Fixture::copy("multipart-checkpoint");
+    let location = fixture.location();
+    let table = load(&location);
+    let target = table.totals().bytes / 3;
+    let request = |cube_bytes: Option<u64>, full: bool| {
+        let mut r = ClusterRequest::new(Curve::Hilbert, vec!["id".into()]);
+        r.cube_bytes = cube_bytes;
+        r.full = full;
+        OptimizeOptions::default().with_plan(
+            PlanOptions::default()
+                .with_target_file_bytes(Some(target))
+                .with_clustering(Some(r)),
+        )
+    };
+    let first = optimize(&location, &request(None, false)).unwrap();
+    assert_eq!(first.files_removed, 20);
+    let cube_files: std::collections::BTreeSet<String> = load(&location)
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    assert_eq!(
+        optimize(&location, &request(None, false)).unwrap().version,
+        None
+    );
+
+    // New files and an unsealed cube (100 GiB): both are clustered again.
+    let before = rows(&location);
+    let added = fixture.double_files();
+    let outcome = optimize(&location, &request(None, false)).unwrap();
+    assert_eq!(outcome.files_removed as usize, cube_files.len() + added);
+    let mut expected: Vec<String> = before.iter().chain(before.iter()).cloned().collect();
+    expected.sort();
+    assert_eq!(rows(&location), expected);
+
+    // A cube size below the cube's bytes seals it: only the new files move.
+    let sealed: std::collections::BTreeSet<String> = load(&location)
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    let added = fixture.double_files();
+    let outcome = optimize(&location, &request(Some(1), false)).unwrap();
+    assert_eq!(outcome.files_removed as usize, added);
+    let after: std::collections::BTreeSet<String> = load(&location)
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    assert!(sealed.is_subset(&after), "a sealed cube was rewritten");
+    assert_eq!(
+        optimize(&location, &request(Some(1), false))
+            .unwrap()
+            .version,
+        None
+    );
+
+    // --full rewrites everything.
+    let all = load(&location).files.len() as u64;
+    let outcome = optimize(&location, &request(Some(1), true)).unwrap();
+    assert_eq!(outcome.files_removed, all);
 }

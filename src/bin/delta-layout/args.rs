@@ -91,6 +91,15 @@ pub struct OptimizeArgs {
         help_heading = "Curve"
     )]
     pub hilbert: Option<Vec<String>>,
+    /// Cubes of clustered files this large are sealed and left alone (units as sizes).
+    ///
+    /// A re-run clusters only new files together with cubes below this size. Defaults to
+    /// 100GiB, as Delta does.
+    #[arg(long, value_name = "SIZE", help_heading = "Curve")]
+    pub cube_size: Option<String>,
+    /// Recluster every file of the selected partitions, sealed cubes included.
+    #[arg(long, help_heading = "Curve")]
+    pub full: bool,
     /// Memory a clustering run may buffer (units: 512MiB, 4GB, or bytes).
     ///
     /// A partition whose rows do not fit is clustered out of core through spill files in

@@ -1,6 +1,8 @@
 //! The one place flags meet the library: raw arguments to options.
 
+use delta_layout::curve::Curve;
 use delta_layout::optimize::OptimizeOptions;
+use delta_layout::plan::cluster::ClusterRequest;
 use delta_layout::plan::{DEFAULT_MAX_DELETED_RATIO, PlanOptions};
 
 use crate::args::OptimizeArgs;
@@ -12,23 +14,24 @@ pub fn size(flag: &str, text: Option<&str>) -> anyhow::Result<Option<u64>> {
         .map_err(anyhow::Error::from)
 }
 
-fn clustering(
-    zorder: Option<Vec<String>>,
-    hilbert: Option<Vec<String>>,
-) -> Option<delta_layout::plan::cluster::ClusterRequest> {
-    use delta_layout::curve::Curve;
-    use delta_layout::plan::cluster::ClusterRequest;
-    match (zorder, hilbert) {
-        (Some(columns), _) => Some(ClusterRequest {
-            curve: Curve::ZOrder,
-            columns,
-        }),
-        (None, Some(columns)) => Some(ClusterRequest {
-            curve: Curve::Hilbert,
-            columns,
-        }),
-        (None, None) => None,
-    }
+fn clustering(args: &OptimizeArgs) -> anyhow::Result<Option<ClusterRequest>> {
+    let (curve, columns) = match (&args.zorder, &args.hilbert) {
+        (Some(columns), _) => (Curve::ZOrder, columns.clone()),
+        (None, Some(columns)) => (Curve::Hilbert, columns.clone()),
+        (None, None) => {
+            if args.full || args.cube_size.is_some() {
+                anyhow::bail!(delta_layout::Error::invalid_option(
+                    if args.full { "--full" } else { "--cube-size" },
+                    "only applies with --zorder or --hilbert"
+                ));
+            }
+            return Ok(None);
+        }
+    };
+    let mut request = ClusterRequest::new(curve, columns);
+    request.cube_bytes = size("--cube-size", args.cube_size.as_deref())?;
+    request.full = args.full;
+    Ok(Some(request))
 }
 
 /// Builds the library options of `optimize`.
@@ -37,8 +40,8 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_target_file_bytes(size("--target-size", args.target_size.as_deref())?)
         .with_min_file_bytes(size("--min-file-size", args.min_file_size.as_deref())?)
         .with_max_deleted_ratio(args.max_deleted_ratio.unwrap_or(DEFAULT_MAX_DELETED_RATIO))
-        .with_predicate(args.predicate)
-        .with_clustering(clustering(args.zorder, args.hilbert));
+        .with_predicate(args.predicate.clone())
+        .with_clustering(clustering(&args)?);
     plan.validate()?;
     let memory_limit = size("--memory-limit", args.memory_limit.as_deref())?;
     if memory_limit == Some(0) {
