@@ -428,7 +428,10 @@ fn incremental_clustering_respects_sealed_cubes() {
     let before = rows(&location);
     let added = fixture.double_files();
     let outcome = optimize(&location, &request(None, false)).unwrap();
-    assert_eq!(outcome.files_removed as usize, cube_files.len() + added);
+    assert_eq!(
+        usize::try_from(outcome.files_removed).unwrap(),
+        cube_files.len() + added
+    );
     let mut expected: Vec<String> = before.iter().chain(before.iter()).cloned().collect();
     expected.sort();
     assert_eq!(rows(&location), expected);
@@ -441,7 +444,7 @@ fn incremental_clustering_respects_sealed_cubes() {
         .collect();
     let added = fixture.double_files();
     let outcome = optimize(&location, &request(Some(1), false)).unwrap();
-    assert_eq!(outcome.files_removed as usize, added);
+    assert_eq!(usize::try_from(outcome.files_removed).unwrap(), added);
     let after: std::collections::BTreeSet<String> = load(&location)
         .files
         .iter()
