@@ -221,7 +221,7 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
                 deletion_vector: None,
                 base_row_id: None,
                 default_row_commit_version: None,
-                clustering_provider: None,
+                clustering_provider: plan.clustering.as_ref().and_then(|c| c.provider.clone()),
             }));
         }
     }

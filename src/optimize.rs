@@ -298,8 +298,18 @@ pub async fn rewrite(
             started,
         });
     }
+    // Clustering columns always get stats (PROTOCOL.md "Clustered Table" requires them, and
+    // skipping needs them), even past delta.dataSkippingNumIndexedCols.
+    let mut leaves = rewrite::stats::indexed_columns(&table)?;
+    if let Some(clustering) = &outcome.plan.clustering {
+        for leaf in &clustering.leaves {
+            if !leaves.iter().any(|l| l.physical == leaf.physical) {
+                leaves.push(leaf.clone());
+            }
+        }
+    }
     let context = RewriteContext {
-        leaves: rewrite::stats::indexed_columns(&table)?,
+        leaves,
         with_tight_bounds: table
             .protocol
             .effective_features()

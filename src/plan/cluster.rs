@@ -14,6 +14,14 @@
 //!    new files and the files of unsealed cubes are clustered together into a new cube, and
 //!    sealed cubes stay as they are;
 //! 4. `--full` clusters every file of the partition.
+//!
+//! # Tables that declare clustering columns
+//! On a table with the `clustering` feature (its `delta.clustering` domain) or the older
+//! `liquid` feature (`delta.liquid.clusteringColumns`), a run without a curve option clusters
+//! by the declared columns along a Hilbert curve, and a curve option naming other columns is
+//! refused. With the `clustering` feature, written files carry `clusteringProvider:
+//! delta-layout`, and files another implementation clustered (another provider) are never
+//! reclustered, as PROTOCOL.md "Clustered Table" requires.
 
 use serde::Serialize;
 
@@ -27,6 +35,9 @@ pub const TAG_CUBE_ID: &str = "ZCUBE_ID";
 pub const TAG_CUBE_COLUMNS: &str = "ZCUBE_ZORDER_BY";
 /// Tag with the curve of the cube (`zorder` or `hilbert`).
 pub const TAG_CUBE_CURVE: &str = "ZCUBE_ZORDER_CURVE";
+
+/// The `clusteringProvider` delta-layout writes on tables with the `clustering` feature.
+pub const CLUSTERING_PROVIDER: &str = "delta-layout";
 
 /// Default size at which a cube is sealed: 100 GiB.
 pub const DEFAULT_CUBE_BYTES: u64 = 100 << 30;
@@ -73,6 +84,9 @@ pub struct Clustering {
     pub cube_bytes: u64,
     /// Every file is reclustered.
     pub full: bool,
+    /// `Some(CLUSTERING_PROVIDER)` on tables with the `clustering` feature: written files carry
+    /// it, and files of other providers are never reclustered.
+    pub provider: Option<String>,
 }
 
 fn serialize_curve<S: serde::Serializer>(curve: &Curve, s: S) -> Result<S::Ok, S::Error> {
@@ -99,15 +113,24 @@ impl Clustering {
     /// rules in the module docs; empty when the partition is left alone.
     #[must_use]
     pub fn select(&self, files: &[(usize, &DataFile)]) -> Vec<usize> {
-        if self.full {
-            return files.iter().map(|(i, _)| *i).collect();
-        }
         let columns = self.columns_json();
         let tag = |f: &DataFile, key: &str| f.tags.get(key).cloned().flatten();
         let mut cubes: std::collections::BTreeMap<String, (u64, Vec<usize>)> =
             std::collections::BTreeMap::new();
         let mut new_files = Vec::new();
-        for &(index, file) in files {
+        let files: Vec<(usize, &DataFile)> = files
+            .iter()
+            .copied()
+            .filter(|(_, f)| {
+                self.provider.is_none()
+                    || f.clustering_provider.is_none()
+                    || f.clustering_provider == self.provider
+            })
+            .collect();
+        if self.full {
+            return files.iter().map(|(i, _)| *i).collect();
+        }
+        for &(index, file) in &files {
             let cube = tag(file, TAG_CUBE_ID).filter(|_| {
                 file.deletion_vector.is_none()
                     && tag(file, TAG_CUBE_COLUMNS).as_deref() == Some(columns.as_str())
@@ -144,6 +167,22 @@ impl Clustering {
 /// column, an unknown column, or a column of a type without order (struct, map, array).
 pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering> {
     let flag = format!("--{}", curve_name(request.curve));
+    if let Some(declared) = &table.clustering_columns {
+        let same = declared.len() == request.columns.len()
+            && declared
+                .iter()
+                .zip(&request.columns)
+                .all(|(a, b)| a.eq_ignore_ascii_case(b.trim()));
+        if !same {
+            return Err(Error::invalid_option(
+                flag,
+                format!(
+                    "the table declares clustering columns {}; cluster by those (or run without a curve option)",
+                    declared.join(", ")
+                ),
+            ));
+        }
+    }
     if request.columns.is_empty() {
         return Err(Error::invalid_option(flag, "needs at least one column"));
     }
@@ -230,6 +269,12 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
         leaves: resolved,
         cube_bytes,
         full: request.full,
+        provider: table
+            .protocol
+            .effective_features()
+            .iter()
+            .any(|f| f == "clustering")
+            .then(|| CLUSTERING_PROVIDER.to_string()),
     })
 }
 

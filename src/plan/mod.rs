@@ -371,9 +371,14 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         .as_deref()
         .map(|text| partition_predicate(table, text))
         .transpose()?;
+    let declared = table
+        .clustering_columns
+        .as_ref()
+        .map(|columns| cluster::ClusterRequest::new(crate::curve::Curve::Hilbert, columns.clone()));
     let clustering = options
         .clustering
         .as_ref()
+        .or(declared.as_ref())
         .map(|request| cluster::resolve(table, request))
         .transpose()?;
 

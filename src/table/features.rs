@@ -30,7 +30,14 @@ use crate::error::{Error, Result};
 /// * `columnMapping` (`name` and `id`): data files use physical names, and Parquet field ids
 ///   in `id` mode.
 /// * `changeDataFeed`: OPTIMIZE changes no data, so it writes no change files.
+/// * `clustering` (with `domainMetadata`, which it requires) and the older `liquid`: the
+///   declared clustering columns are the default curve columns; clustered files carry
+///   `clusteringProvider`, only files of no provider or of delta-layout are reclustered, and
+///   the `delta.clustering` domain is left as it is (PROTOCOL.md "Clustered Table").
 pub const SUPPORTED_FEATURES: &[&str] = &[
+    "clustering",
+    "domainMetadata",
+    "liquid",
     "appendOnly",
     "invariants",
     "checkConstraints",
@@ -199,15 +206,13 @@ mod tests {
                 "rowTracking",
                 "domainMetadata",
                 "clustering",
+                "typeWidening",
             ],
         );
-        assert_eq!(
-            p.unsupported(),
-            ["clustering", "domainMetadata", "rowTracking"]
-        );
+        assert_eq!(p.unsupported(), ["rowTracking", "typeWidening"]);
         let err = p.check_writable("t").unwrap_err().to_string();
         assert!(
-            err.contains("rowTracking") && err.contains("clustering"),
+            err.contains("rowTracking") && err.contains("typeWidening"),
             "{err}"
         );
         assert_eq!(

@@ -34,6 +34,8 @@ pub const PROP_TARGET_FILE_SIZE: &str = "delta.targetFileSize";
 pub const PROP_NUM_INDEXED_COLS: &str = "delta.dataSkippingNumIndexedCols";
 /// Table property: an explicit comma-separated list of columns that get stats.
 pub const PROP_STATS_COLUMNS: &str = "delta.dataSkippingStatsColumns";
+/// Table property of the older `liquid` feature listing the clustering columns.
+pub const PROP_LIQUID_CLUSTERING_COLUMNS: &str = "delta.liquid.clusteringColumns";
 /// Table property selecting the column mapping mode (`none`, `name`, `id`).
 pub const PROP_COLUMN_MAPPING_MODE: &str = "delta.columnMapping.mode";
 
@@ -59,6 +61,11 @@ pub struct TableView {
     pub column_mapping: ColumnMappingMode,
     /// Every active data file (live `add` actions after log replay), in log order.
     pub files: Vec<DataFile>,
+    /// The clustering columns the table declares (logical names, dotted for nested fields):
+    /// the `delta.clustering` domain of the `clustering` feature (PROTOCOL.md "Clustered
+    /// Table", physical names mapped back), or the older `liquid` feature's
+    /// `delta.liquid.clusteringColumns` property. `None` when the table declares none.
+    pub clustering_columns: Option<Vec<String>>,
     /// The log store the view came from, for the edges that read data or commit.
     pub(crate) log_store: LogStoreRef,
 }
@@ -86,6 +93,8 @@ pub struct DataFile {
     pub deletion_vector: Option<DeletionVectorDescriptor>,
     /// `tags` of the `add` action.
     pub tags: BTreeMap<String, Option<String>>,
+    /// `clusteringProvider`: the clustering implementation that wrote the file, if any.
+    pub clustering_provider: Option<String>,
     /// The original `add` action, from which the `remove` action is made.
     pub(crate) add: Add,
 }
@@ -183,7 +192,58 @@ impl TableView {
                 return Err(not_a_table(source));
             }
         };
-        Self::from_table(location, &table)
+        let mut view = Self::from_table(location, &table)?;
+        view.clustering_columns = view.declared_clustering_columns()?;
+        Ok(view)
+    }
+
+    /// Reads the clustering columns the table declares (see [`TableView::clustering_columns`]).
+    fn declared_clustering_columns(&self) -> Result<Option<Vec<String>>> {
+        let features = self.protocol.effective_features();
+        let leaves = schema::leaf_columns(&self.schema, self.column_mapping);
+        if features.iter().any(|f| f == "clustering") {
+            let engine = self.log_store.engine(None);
+            let root = format!("{}/", self.location.as_str().trim_end_matches('/'));
+            let kernel_error = |e: delta_kernel::Error| Error::DataFile {
+                path: "_delta_log".into(),
+                message: "holds clustering metadata that cannot be read".into(),
+                source: Some(Box::new(e)),
+            };
+            let snapshot = delta_kernel::Snapshot::builder_for(root)
+                .at_version(self.version)
+                .build(engine.as_ref())
+                .map_err(kernel_error)?;
+            let Some(physical) = snapshot
+                .get_physical_clustering_columns(engine.as_ref())
+                .map_err(kernel_error)?
+            else {
+                return Ok(None);
+            };
+            let names = physical
+                .iter()
+                .map(|column| {
+                    leaves
+                        .iter()
+                        .find(|leaf| leaf.physical.as_slice() == column.path())
+                        .map(LeafColumn::display_name)
+                        .ok_or_else(|| {
+                            Error::Internal(format!(
+                                "clustering column {column} is not in the schema"
+                            ))
+                        })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Some(names));
+        }
+        Ok(self
+            .property(PROP_LIQUID_CLUSTERING_COLUMNS)
+            .map(|list| {
+                list.split(',')
+                    .map(|c| c.trim().trim_matches('`').to_string())
+                    .filter(|c| !c.is_empty())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|columns| !columns.is_empty()))
     }
 
     fn from_table(location: &str, table: &DeltaTable) -> Result<Self> {
@@ -245,6 +305,7 @@ impl TableView {
             )?);
         }
         Ok(Self {
+            clustering_columns: None,
             location: table.table_url().clone(),
             version,
             schema,
@@ -330,6 +391,7 @@ impl DataFile {
             stats,
             deletion_vector: add.deletion_vector.clone(),
             tags,
+            clustering_provider: add.clustering_provider.clone(),
             add,
         })
     }

@@ -237,8 +237,6 @@ fn inspect_and_optimize_json() {
 fn every_unsupported_feature_is_refused_by_name() {
     let writer_only = [
         "rowTracking",
-        "domainMetadata",
-        "clustering",
         "inCommitTimestamp",
         "icebergCompatV2",
         "checkpointProtection",

@@ -463,3 +463,184 @@ fn incremental_clustering_respects_sealed_cubes() {
     let outcome = optimize(&location, &request(Some(1), true)).unwrap();
     assert_eq!(outcome.files_removed, all);
 }
+
+/// Appends a commit upgrading `fixture` to protocol 3/7 with `writer_features` and the given
+/// extra actions (domain metadata, metadata).
+fn upgrade(fixture: &Fixture, writer_features: &[&str], extra: &[Value]) {
+    let version = fixture.log_versions().last().copied().unwrap() + 1;
+    let mut lines = vec![
+        serde_json::json!({"commitInfo": {"operation": "CLUSTER BY"}}).to_string(),
+        serde_json::json!({"protocol": {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": [],
+            "writerFeatures": writer_features,
+        }})
+        .to_string(),
+    ];
+    lines.extend(extra.iter().map(Value::to_string));
+    std::fs::write(
+        fixture
+            .path
+            .join("_delta_log")
+            .join(format!("{version:020}.json")),
+        lines.join("\n"),
+    )
+    .unwrap();
+}
+
+/// A `clustering` table (PROTOCOL.md "Clustered Table") is clustered by its declared columns
+/// without a curve option; files get `clusteringProvider`; files of another provider stay.
+#[test]
+fn declared_clustering_columns_are_the_default() {
+    let fixture = Fixture::copy("multipart-checkpoint");
+    let location = fixture.location();
+    upgrade(
+        &fixture,
+        &["appendOnly", "invariants", "domainMetadata", "clustering"],
+        &[serde_json::json!({"domainMetadata": {
+            "domain": "delta.clustering",
+            "configuration": "{\"clusteringColumns\":[[\"id\"]]}",
+            "removed": false,
+        }})],
+    );
+    let table = load(&location);
+    assert_eq!(table.clustering_columns, Some(vec!["id".to_string()]));
+    let before = rows(&location);
+    let total = table.totals().bytes;
+
+    let err = optimize(&location, &clustering(Curve::ZOrder, &["value"], None))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("declares clustering columns id"), "{err}");
+
+    let options = OptimizeOptions::default()
+        .with_plan(PlanOptions::default().with_target_file_bytes(Some(total / 3)));
+    let outcome = optimize(&location, &options).unwrap();
+    let c = outcome
+        .plan
+        .clustering
+        .as_ref()
+        .expect("clustered by the declared columns");
+    assert_eq!(
+        (c.curve, c.columns.clone()),
+        (Curve::Hilbert, vec!["id".to_string()])
+    );
+    assert_eq!(rows(&location), before);
+    let version = outcome.version.unwrap();
+    let adds: Vec<Value> = fixture
+        .commit(version)
+        .into_iter()
+        .filter_map(|a| a.get("add").cloned())
+        .collect();
+    assert!(adds.len() >= 2);
+    for add in &adds {
+        assert_eq!(add["clusteringProvider"], "delta-layout");
+    }
+    // Sorted by id along the curve: the files' id ranges do not overlap.
+    let mut ranges: Vec<(i64, i64)> = load(&location)
+        .files
+        .iter()
+        .map(|f| {
+            let s = f.stats.as_ref().unwrap();
+            let id = vec!["id".to_string()];
+            (
+                s.min(&id).unwrap().as_i64().unwrap(),
+                s.max(&id).unwrap().as_i64().unwrap(),
+            )
+        })
+        .collect();
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        assert!(pair[0].1 < pair[1].0, "{ranges:?}");
+    }
+    assert_eq!(optimize(&location, &options).unwrap().version, None);
+}
+
+/// Files another clustering implementation wrote are never reclustered.
+#[test]
+fn files_of_another_clustering_provider_are_left_alone() {
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let location = fixture.location();
+    let table = load(&location);
+    // Re-add every file as clustered by "liquid" (what Databricks writes).
+    let mut lines =
+        vec![serde_json::json!({"commitInfo": {"operation": "CLUSTER BY"}}).to_string()];
+    lines.push(
+        serde_json::json!({"protocol": {
+            "minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [],
+            "writerFeatures": ["appendOnly", "invariants", "domainMetadata", "clustering"],
+        }})
+        .to_string(),
+    );
+    lines.push(
+        serde_json::json!({"domainMetadata": {
+            "domain": "delta.clustering",
+            "configuration": "{\"clusteringColumns\":[[\"id\"]]}",
+            "removed": false,
+        }})
+        .to_string(),
+    );
+    for file in table.files.iter().take(20) {
+        lines.push(
+            serde_json::json!({"add": {
+                "path": file.raw_path, "partitionValues": {}, "size": file.size_bytes,
+                "modificationTime": 0, "dataChange": false, "clusteringProvider": "liquid",
+                "stats": format!("{{\"numRecords\":{}}}", file.num_records().unwrap()),
+            }})
+            .to_string(),
+        );
+    }
+    std::fs::write(
+        fixture
+            .path
+            .join("_delta_log")
+            .join(format!("{:020}.json", table.version + 1)),
+        lines.join("\n"),
+    )
+    .unwrap();
+    let before = rows(&location);
+    let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(
+        outcome.files_removed, 10,
+        "only the 10 files without a provider"
+    );
+    assert_eq!(rows(&location), before);
+    let after = load(&location);
+    let liquid = after
+        .files
+        .iter()
+        .filter(|f| f.clustering_provider.as_deref() == Some("liquid"))
+        .count();
+    assert_eq!(liquid, 20);
+}
+
+/// The older `liquid` feature declares its columns in a table property.
+#[test]
+fn liquid_property_declares_columns() {
+    let fixture = Fixture::copy("multipart-checkpoint");
+    let location = fixture.location();
+    let table = load(&location);
+    let metadata = serde_json::json!({"metaData": {
+        "id": "liquid-test",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": serde_json::to_string(&table.schema).unwrap(),
+        "partitionColumns": [],
+        "configuration": {"delta.liquid.clusteringColumns": "id"},
+        "createdTime": 0,
+    }});
+    upgrade(
+        &fixture,
+        &["appendOnly", "invariants", "liquid"],
+        &[metadata],
+    );
+    let table = load(&location);
+    assert_eq!(table.clustering_columns, Some(vec!["id".to_string()]));
+    let before = rows(&location);
+    let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(
+        outcome.plan.clustering.unwrap().columns,
+        vec!["id".to_string()]
+    );
+    assert_eq!(rows(&location), before);
+}
