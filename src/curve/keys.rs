@@ -20,9 +20,12 @@
 //! # Buckets
 //! A column gets at most `2^bits` buckets: bucket 0 for nulls and `2^bits - 1` for values.
 //! When the sample has at most that many distinct values, each distinct value gets its own
-//! bucket. Otherwise the cut points are the sample's quantiles *by row* (so skewed columns
-//! split evenly by rows), duplicates merged. A value's bucket is 1 + the number of cut points
-//! at or below it (binary search), hence `a < b` implies `bucket(a) <= bucket(b)`.
+//! bucket, numbered at the value's middle rank (so the bucket space is spread by rows).
+//! Otherwise the cut points are the sample's quantiles *by row* (so skewed columns split
+//! evenly by rows), and cut `i` opens bucket `i + 1`. Either way a value's bucket is found by
+//! binary search over the cuts and the numbers grow with the cuts, hence `a < b` implies
+//! `bucket(a) <= bucket(b)`, and each top bit of a bucket number splits the rows about in
+//! half, which is what lets the curve's cells hold equal shares of rows.
 
 use std::sync::Arc;
 
@@ -166,21 +169,55 @@ impl Reservoir {
         let value_buckets = (1usize << bits) - 1;
         let mut sorted: Vec<OwnedRow> = self.values.iter().flatten().cloned().collect();
         sorted.sort_unstable();
-        let mut distinct = sorted.clone();
-        distinct.dedup();
-        let cuts = if distinct.len() <= value_buckets {
-            distinct.into_iter().skip(1).collect()
+        let n = sorted.len();
+        let mut distinct: Vec<(OwnedRow, usize, usize)> = Vec::new(); // value, first rank, rows
+        for (rank, value) in sorted.iter().enumerate() {
+            match distinct.last_mut() {
+                Some((last, _, rows)) if *last == *value => *rows += 1,
+                _ => distinct.push((value.clone(), rank, 1)),
+            }
+        }
+        let vb = u32::try_from(value_buckets).unwrap_or(u32::MAX);
+        let (below, cuts, numbers) = if distinct.len() <= value_buckets {
+            // One bucket per value, placed at the value's middle rank so the bucket space is
+            // spread by rows (and the curve's top bits split rows evenly), kept strictly
+            // increasing with room for every later value.
+            let d = distinct.len();
+            let mut numbers: Vec<u32> = Vec::with_capacity(d);
+            for (j, (_, first, rows)) in distinct.iter().enumerate() {
+                let middle =
+                    (*first as u128 * 2 + *rows as u128) * u128::from(vb) / (2 * n.max(1) as u128);
+                let target = u32::try_from(middle).unwrap_or(vb).clamp(1, vb);
+                let floor = numbers.last().map_or(1, |&p| p + 1);
+                let ceiling = vb - u32::try_from(d - 1 - j).unwrap_or(0);
+                numbers.push(target.max(floor).min(ceiling));
+            }
+            let below = numbers.first().copied().unwrap_or(1);
+            let cuts = distinct.iter().skip(1).map(|(v, _, _)| v.clone()).collect();
+            (below, cuts, numbers.into_iter().skip(1).collect())
         } else {
-            let mut cuts: Vec<OwnedRow> = (1..value_buckets)
-                .map(|i| sorted[i * sorted.len() / value_buckets].clone())
-                .collect();
-            cuts.dedup();
-            cuts
+            // Quantiles by row: cut i starts bucket i + 1; among equal cuts the last one wins
+            // (a value equal to a cut belongs to the highest bucket whose cut it reaches).
+            let mut cuts: Vec<OwnedRow> = Vec::new();
+            let mut numbers: Vec<u32> = Vec::new();
+            for i in 1..value_buckets {
+                let cut = sorted[i * n / value_buckets].clone();
+                let number = u32::try_from(i + 1).unwrap_or(vb);
+                if cuts.last() == Some(&cut) {
+                    *numbers.last_mut().expect("parallel to cuts") = number;
+                } else {
+                    cuts.push(cut);
+                    numbers.push(number);
+                }
+            }
+            (1, cuts, numbers)
         };
         (
             ColumnBuckets {
                 converter: self.converter,
+                below,
                 cuts,
+                numbers,
             },
             self.values,
         )
@@ -190,7 +227,12 @@ impl Reservoir {
 /// The bucket boundaries of one column; maps values to buckets.
 pub struct ColumnBuckets {
     converter: RowConverter,
+    /// Bucket of values below the first cut.
+    below: u32,
+    /// Cut points, ascending and distinct.
     cuts: Vec<OwnedRow>,
+    /// Bucket of values at or above each cut (and below the next), parallel to `cuts`.
+    numbers: Vec<u32>,
 }
 
 impl ColumnBuckets {
@@ -200,12 +242,20 @@ impl ColumnBuckets {
         self.cuts.len() + 2
     }
 
+    fn number_at(&self, position: usize) -> u32 {
+        if position == 0 {
+            self.below
+        } else {
+            self.numbers[position - 1]
+        }
+    }
+
     /// The bucket of one value in row format (`None` for null).
     #[must_use]
     pub fn bucket_of(&self, value: Option<&OwnedRow>) -> u32 {
         value.map_or(0, |v| {
             let position = self.cuts.partition_point(|cut| cut.row() <= v.row());
-            u32::try_from(position + 1).unwrap_or(u32::MAX)
+            self.number_at(position)
         })
     }
 
@@ -227,7 +277,7 @@ impl ColumnBuckets {
                 }
                 let row = rows.row(i);
                 let position = self.cuts.partition_point(|cut| cut.row() <= row);
-                u32::try_from(position + 1).unwrap_or(u32::MAX)
+                self.number_at(position)
             })
             .collect())
     }
@@ -403,7 +453,12 @@ mod tests {
                 .collect::<Vec<_>>(),
         ));
         let b = buckets_for(array, 4);
-        assert_eq!((b[1], b[0], b[2]), (1, 2, 3));
+        assert!(
+            b[1] < b[0] && b[0] < b[2],
+            "one bucket per value, in order: {b:?}"
+        );
+        // Spread by rows over the 15 value buckets: a third of the rows each.
+        assert_eq!((b[1], b[0], b[2]), (2, 7, 12));
 
         // 90% of the rows hold one value: the remaining rows still spread over many buckets.
         let skewed: ArrayRef = Arc::new(Int64Array::from(

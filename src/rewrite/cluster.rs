@@ -36,7 +36,7 @@ use crate::curve::{Curve, bits_per_dimension};
 use crate::error::{Error, Result};
 use crate::plan::Bin;
 use crate::plan::cluster::{Clustering, TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID, curve_name};
-use crate::progress::Progress;
+use crate::progress::{NoProgress, Progress};
 use crate::table::TableView;
 
 /// Seed of the reservoirs: the same input gives the same layout.
@@ -60,12 +60,8 @@ pub(crate) fn run(
     let mut buffered_bytes = 0u64;
     let mut in_memory = true;
     let mut rows = 0u64;
-    for &index in &bin.files {
-        if context.cancel.load(Ordering::Relaxed) {
-            return Err(Error::Cancelled);
-        }
-        let file = &table.files[index];
-        for batch in context.reader.read(file)? {
+    for_each_file_in_order(table, bin, context, progress, &mut |file_batches| {
+        for batch in file_batches {
             let columns = clustering
                 .leaves
                 .iter()
@@ -91,8 +87,8 @@ pub(crate) fn run(
                 }
             }
         }
-        progress.file_done(file.size_bytes);
-    }
+        Ok(())
+    })?;
     if rows == 0 {
         return Ok((0, false));
     }
@@ -113,14 +109,11 @@ pub(crate) fn run(
         .collect();
     sample_keys.sort_unstable();
 
-    // 3. Range boundaries: equal shares of the sampled rows.
+    // 3. Range boundaries.
     let num_ranges = usize::try_from(bin.expected_output_files)
         .unwrap_or(usize::MAX)
         .clamp(1, sample_rows.max(1));
-    let mut boundaries: Vec<u64> = (1..num_ranges)
-        .map(|k| sample_keys[k * sample_rows / num_ranges])
-        .collect();
-    boundaries.dedup();
+    let boundaries = range_boundaries(&sample_keys, num_ranges);
 
     // 4. Route rows to ranges: in memory, or into per-range spill files.
     let router = Router {
@@ -130,25 +123,30 @@ pub(crate) fn run(
     };
     let ranges: Vec<RangeRows> = if in_memory {
         let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); boundaries.len() + 1];
-        for batch in batches {
-            for (range, part) in router.route(&batch)? {
-                parts[range].push(part);
-            }
+        let routed = batches
+            .par_iter()
+            .map(|batch| router.route(batch))
+            .collect::<Result<Vec<_>>>()?;
+        drop(batches);
+        for (range, part) in routed.into_iter().flatten() {
+            parts[range].push(part);
         }
         parts.into_iter().map(RangeRows::Memory).collect()
     } else {
         let spill =
             spill::SpillFiles::create(context.spill_directory.as_deref(), boundaries.len() + 1)?;
-        for &index in &bin.files {
-            if context.cancel.load(Ordering::Relaxed) {
-                return Err(Error::Cancelled);
+        for_each_file_in_order(table, bin, context, &NoProgress, &mut |file_batches| {
+            // Route in parallel, append in file order: the spill files get the rows in the
+            // order an in-memory run routes them.
+            let routed = file_batches
+                .par_iter()
+                .map(|batch| router.route(batch))
+                .collect::<Result<Vec<_>>>()?;
+            for (range, part) in routed.into_iter().flatten() {
+                spill.append(range, &part)?;
             }
-            for batch in context.reader.read(&table.files[index])? {
-                for (range, part) in router.route(&batch)? {
-                    spill.append(range, &part)?;
-                }
-            }
-        }
+            Ok(())
+        })?;
         spill.finish()?
     };
 
@@ -260,6 +258,77 @@ fn write_range(
     writer.finish()
 }
 
+/// Share of a range's rows a boundary may move to land on a rounder key: 1/8 each way.
+pub const BOUNDARY_SLACK_DIVISOR: usize = 8;
+
+/// Cuts sorted sample keys into `num_ranges` ranges of about equal row counts.
+///
+/// Each cut starts at its quantile and moves, within [`BOUNDARY_SLACK_DIVISOR`] of a range's
+/// rows either way, to the key with the most trailing zero bits. Such keys are corners of the
+/// curve's cells, so the ranges between them are unions of whole cells, compact boxes, rather
+/// than cells cut at arbitrary points (which straddle and double a file's span). Returns the
+/// distinct cut keys, ascending; a row goes to range `boundaries.partition_point(|b| b <= key)`.
+#[must_use]
+pub fn range_boundaries(sorted_keys: &[u64], num_ranges: usize) -> Vec<u64> {
+    let len = sorted_keys.len();
+    if len == 0 || num_ranges <= 1 {
+        return Vec::new();
+    }
+    let slack = len / (num_ranges * BOUNDARY_SLACK_DIVISOR);
+    let mut boundaries: Vec<u64> = (1..num_ranges)
+        .map(|k| {
+            let at = k * len / num_ranges;
+            let lo = sorted_keys[at.saturating_sub(slack)];
+            let hi = sorted_keys[(at + slack).min(len - 1)];
+            roundest(lo, hi)
+        })
+        .collect();
+    boundaries.dedup();
+    boundaries
+}
+
+/// The key in `[lo, hi]` with the most trailing zero bits: `lo` when its bits up to the highest
+/// bit where `lo` and `hi` differ are all zero, else `hi` with every bit below that one
+/// cleared.
+fn roundest(lo: u64, hi: u64) -> u64 {
+    if lo >= hi {
+        return hi;
+    }
+    let p = 63 - (lo ^ hi).leading_zeros();
+    // `lo` itself may already be that round (its bits up to p all zero).
+    if lo & (u64::MAX >> (63 - p)) == 0 {
+        return lo;
+    }
+    (hi >> p) << p
+}
+
+/// Reads the bin's files in parallel, a pool's worth at a time, and hands each file's live
+/// rows to `each` in file order (so sampling and routing see the same order as a sequential
+/// read, whatever the thread count).
+fn for_each_file_in_order(
+    table: &TableView,
+    bin: &Bin,
+    context: &RewriteContext,
+    progress: &dyn Progress,
+    each: &mut dyn FnMut(Vec<RecordBatch>) -> Result<()>,
+) -> Result<()> {
+    let chunk = rayon::current_num_threads().max(1);
+    for indices in bin.files.chunks(chunk) {
+        if context.cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        let read: Vec<Result<Vec<RecordBatch>>> = indices
+            .par_iter()
+            .map(|&i| context.reader.read(&table.files[i]))
+            .collect();
+        for (&index, batches) in indices.iter().zip(read) {
+            each(batches?)?;
+            progress.file_done(table.files[index].size_bytes);
+        }
+    }
+    Ok(())
+}
+
 /// The curve key of every row of `batch`.
 pub(crate) fn row_keys(
     batch: &RecordBatch,
@@ -285,6 +354,49 @@ pub(crate) fn row_keys(
 
 fn key(curve: Curve, coords: &[u32]) -> u64 {
     curve.key(coords)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundest_key_in_an_interval() {
+        assert_eq!(roundest(5, 5), 5);
+        assert_eq!(roundest(5, 9), 8);
+        assert_eq!(roundest(0b1011_0000, 0b1100_0001), 0b1100_0000);
+        assert_eq!(roundest(0, u64::MAX), 0);
+        assert_eq!(roundest(1, u64::MAX), 1 << 63);
+        for (lo, hi) in [(3u64, 1000u64), (1 << 40, (1 << 40) + 7), (17, 18)] {
+            let r = roundest(lo, hi);
+            assert!(lo <= r && r <= hi);
+            assert!((lo..=hi).all(|k| k.trailing_zeros() <= r.trailing_zeros() || k == 0));
+        }
+    }
+
+    #[test]
+    fn boundaries_split_rows_evenly_within_the_slack() {
+        let keys: Vec<u64> = (0..10_000u64)
+            .map(|i| i * 7919 % 1_000_003)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let boundaries = range_boundaries(&keys, 10);
+        assert_eq!(boundaries.len(), 9);
+        let mut counts = vec![0usize; 10];
+        for k in &keys {
+            counts[boundaries.partition_point(|b| b <= k)] += 1;
+        }
+        let share = keys.len() / 10;
+        for c in counts {
+            assert!(
+                c * 4 >= share * 3 && c * 4 <= share * 5,
+                "{c} rows vs {share}"
+            );
+        }
+        assert!(range_boundaries(&keys, 1).is_empty());
+        assert!(range_boundaries(&[], 5).is_empty());
+    }
 }
 
 mod spill {

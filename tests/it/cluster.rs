@@ -112,6 +112,7 @@ fn clustered_files_cover_compact_boxes() {
         Field::new("x", DataType::Float64, true),
         Field::new("y", DataType::Int64, true),
         Field::new("skewed", DataType::Float64, true),
+        Field::new("w", DataType::Int64, true),
     ]));
     let files: Vec<Vec<RecordBatch>> = (0..16)
         .map(|_| {
@@ -122,6 +123,7 @@ fn clustered_files_cover_compact_boxes() {
             let skewed: Vec<f64> = (0..n)
                 .map(|_| (rng.random_range(-3.0f64..3.0) * 2.0).exp())
                 .collect();
+            let w: Vec<i64> = (0..n).map(|_| rng.random_range(0..1_000_000_000)).collect();
             vec![
                 RecordBatch::try_new(
                     schema.clone(),
@@ -129,6 +131,7 @@ fn clustered_files_cover_compact_boxes() {
                         Arc::new(Float64Array::from(x)),
                         Arc::new(Int64Array::from(y)),
                         Arc::new(Float64Array::from(skewed)),
+                        Arc::new(Int64Array::from(w)),
                     ],
                 )
                 .unwrap(),
@@ -157,6 +160,39 @@ fn clustered_files_cover_compact_boxes() {
             assert!(
                 span <= 0.25,
                 "{curve:?}: average span of {column} is {span:.3}"
+            );
+        }
+        // About the target size: none over 1.5x, at most one remainder below half.
+        let sizes: Vec<u64> = load(&location).files.iter().map(|f| f.size_bytes).collect();
+        assert!(
+            sizes.iter().all(|&s| s * 2 <= target * 3),
+            "{curve:?}: {sizes:?} vs {target}"
+        );
+        assert!(
+            sizes.iter().filter(|&&s| s * 2 < target).count() <= 1,
+            "{curve:?}: {sizes:?} vs {target}"
+        );
+
+        // Four columns, 64 files: at most half of each column's range.
+        let copy = dir.path().join(format!("{curve:?}-4"));
+        copy_table(&source, &copy);
+        let location = copy.display().to_string();
+        let sixty_four = total.div_ceil(64);
+        let outcome = optimize(
+            &location,
+            &clustering(curve, &["x", "y", "skewed", "w"], Some(sixty_four)),
+        )
+        .unwrap();
+        assert_eq!(
+            outcome.plan.bins().next().unwrap().expected_output_files,
+            64
+        );
+        assert_eq!(rows(&location), before);
+        for column in ["x", "y", "w"] {
+            let span = average_span(&location, column);
+            assert!(
+                span <= 0.5,
+                "{curve:?} on 4 columns: average span of {column} is {span:.3}"
             );
         }
     }
