@@ -15,10 +15,11 @@
 //! Step 1 keeps the rows it reads while their Arrow memory stays within the budget
 //! (`--memory-limit`). A partition that does not fit is clustered out of core: step 1 only
 //! samples, step 4 reads the files again and appends each row to its range's spill file
-//! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads one
-//! range at a time per thread. Ranges are about one output file each, so peak memory is the
-//! budget in memory mode and about (threads x a range) out of core, whatever the partition's
-//! size. Both modes route the same rows in the same order to the same ranges and sort them
+//! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads as
+//! many ranges at a time as the budget holds (at least one). In memory, rows take at most half
+//! the budget (routing copies them once). Ranges are about one output file each, so peak
+//! memory stays near the budget whatever the partition's size, unless a single range (one
+//! output file of rows) is larger than the budget. Both modes route the same rows in the same order to the same ranges and sort them
 //! stably, so they write the same files.
 
 use std::collections::BTreeMap;
@@ -57,7 +58,7 @@ pub(crate) fn run(
     let bits = bits_per_dimension(clustering.leaves.len());
     let mut reservoirs: Vec<Reservoir> = Vec::new();
     let mut batches: Vec<RecordBatch> = Vec::new();
-    let mut buffered_bytes = 0u64;
+    let mut arrow_bytes = 0u64;
     let mut in_memory = true;
     let mut rows = 0u64;
     for_each_file_in_order(table, bin, context, progress, &mut |file_batches| {
@@ -77,9 +78,10 @@ pub(crate) fn run(
                 reservoir.add(column)?;
             }
             rows += batch.num_rows() as u64;
+            arrow_bytes += batch.get_array_memory_size() as u64;
             if in_memory {
-                buffered_bytes += batch.get_array_memory_size() as u64;
-                if buffered_bytes > context.memory_limit_bytes {
+                // Routing copies the rows once more: keep half the budget for that.
+                if arrow_bytes.saturating_mul(2) > context.memory_limit_bytes {
                     in_memory = false;
                     batches = Vec::new();
                 } else {
@@ -160,16 +162,32 @@ pub(crate) fn run(
             curve_name(clustering.curve).to_string(),
         ),
     ]);
-    let results: Vec<(Result<()>, Vec<WrittenFile>)> = ranges
-        .into_par_iter()
-        .map(|range| {
-            let mut writer = RollingWriter::new(config(tags.clone()));
-            let result = range
-                .load()
-                .and_then(|parts| write_range(&mut writer, &parts, &router, context));
-            (result, writer.written().to_vec())
-        })
-        .collect();
+    // Out of core, as many ranges at once as the budget holds (each about twice its rows'
+    // memory while sorted), at least one.
+    let parallel = if in_memory {
+        usize::MAX
+    } else {
+        let range_bytes = (arrow_bytes / ranges.len().max(1) as u64).max(1);
+        usize::try_from(context.memory_limit_bytes / range_bytes.saturating_mul(2))
+            .unwrap_or(usize::MAX)
+            .max(1)
+    };
+    let mut results: Vec<(Result<()>, Vec<WrittenFile>)> = Vec::new();
+    let mut ranges = ranges.into_iter().peekable();
+    while ranges.peek().is_some() {
+        let wave: Vec<RangeRows> = ranges.by_ref().take(parallel).collect();
+        results.extend(
+            wave.into_par_iter()
+                .map(|range| {
+                    let mut writer = RollingWriter::new(config(tags.clone()));
+                    let result = range
+                        .load()
+                        .and_then(|parts| write_range(&mut writer, &parts, &router, context));
+                    (result, writer.written().to_vec())
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
     let mut first_error = None;
     for (result, files) in results {
         written.extend(files);
