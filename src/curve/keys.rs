@@ -29,7 +29,7 @@
 
 use std::sync::Arc;
 
-use deltalake::arrow::array::{Array, ArrayRef, AsArray, Float32Array, Float64Array};
+use deltalake::arrow::array::{Array, ArrayRef, AsArray, Float32Array, Float64Array, UInt32Array};
 use deltalake::arrow::compute::SortOptions;
 use deltalake::arrow::datatypes::{DataType, Float32Type, Float64Type};
 use deltalake::arrow::row::{OwnedRow, RowConverter, SortField};
@@ -126,23 +126,41 @@ impl Reservoir {
     /// # Errors
     /// [`Error::Arrow`] if the array is not of the reservoir's type.
     pub fn add(&mut self, array: &ArrayRef) -> Result<()> {
-        let normalized = normalize(array);
+        // Decide first which rows enter the sample (the decisions depend only on the row
+        // count), then convert just those rows.
+        let mut picks: Vec<(u32, usize)> = Vec::new(); // (row in array, slot)
+        let mut filled = self.values.len();
+        for i in 0..array.len() {
+            self.seen += 1;
+            let slot = if filled < self.capacity {
+                filled += 1;
+                Some(filled - 1)
+            } else {
+                usize::try_from(self.rng.random_range(0..self.seen))
+                    .ok()
+                    .filter(|&j| j < self.capacity)
+            };
+            if let Some(slot) = slot {
+                picks.push((u32::try_from(i).unwrap_or(u32::MAX), slot));
+            }
+        }
+        if picks.is_empty() {
+            return Ok(());
+        }
+        let indices = UInt32Array::from(picks.iter().map(|p| p.0).collect::<Vec<_>>());
+        let chosen = deltalake::arrow::compute::take(array.as_ref(), &indices, None)
+            .map_err(|e| Error::arrow("sampling clustering values", e))?;
+        let normalized = normalize(&chosen);
         let rows = self
             .converter
             .convert_columns(std::slice::from_ref(&normalized))
             .map_err(|e| Error::arrow("sampling clustering values", e))?;
-        for i in 0..rows.num_rows() {
-            let value = normalized.is_valid(i).then(|| rows.row(i).owned());
-            self.seen += 1;
-            if self.values.len() < self.capacity {
+        for (k, &(_, slot)) in picks.iter().enumerate() {
+            let value = normalized.is_valid(k).then(|| rows.row(k).owned());
+            if slot == self.values.len() {
                 self.values.push(value);
             } else {
-                let j = self.rng.random_range(0..self.seen);
-                if let Ok(j) = usize::try_from(j)
-                    && j < self.capacity
-                {
-                    self.values[j] = value;
-                }
+                self.values[slot] = value;
             }
         }
         Ok(())

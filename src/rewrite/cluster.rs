@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use deltalake::arrow::array::{RecordBatch, UInt32Array};
-use deltalake::arrow::compute::{concat_batches, take_record_batch};
+use deltalake::arrow::compute::{concat_batches, interleave_record_batch, take_record_batch};
 use rayon::prelude::*;
 
 use super::stats::leaf_values;
@@ -124,16 +124,26 @@ pub(crate) fn run(
         boundaries: &boundaries,
     };
     let ranges: Vec<RangeRows> = if in_memory {
-        let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); boundaries.len() + 1];
-        let routed = batches
+        // Keys in parallel, then each range as (key, batch, row) triples in routing order;
+        // the rows are gathered straight from the batches when the range is written.
+        let keys = batches
             .par_iter()
-            .map(|batch| router.route(batch))
+            .map(|batch| row_keys(batch, clustering, &buckets))
             .collect::<Result<Vec<_>>>()?;
-        drop(batches);
-        for (range, part) in routed.into_iter().flatten() {
-            parts[range].push(part);
+        let mut members: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); boundaries.len() + 1];
+        for (b, batch_keys) in keys.iter().enumerate() {
+            let b = u32::try_from(b).unwrap_or(u32::MAX);
+            for (row, &key) in batch_keys.iter().enumerate() {
+                let range = boundaries.partition_point(|cut| *cut <= key);
+                members[range].push((key, b, u32::try_from(row).unwrap_or(u32::MAX)));
+            }
         }
-        parts.into_iter().map(RangeRows::Memory).collect()
+        drop(keys);
+        let shared = std::sync::Arc::new(batches);
+        members
+            .into_iter()
+            .map(|rows| RangeRows::Indexed(shared.clone(), rows))
+            .collect()
     } else {
         let spill =
             spill::SpillFiles::create(context.spill_directory.as_deref(), boundaries.len() + 1)?;
@@ -180,9 +190,15 @@ pub(crate) fn run(
             wave.into_par_iter()
                 .map(|range| {
                     let mut writer = RollingWriter::new(config(tags.clone()));
-                    let result = range
-                        .load()
-                        .and_then(|parts| write_range(&mut writer, &parts, &router, context));
+                    let result = match range {
+                        RangeRows::Indexed(batches, rows) => {
+                            write_indexed_range(&mut writer, &batches, rows, context)
+                        }
+                        RangeRows::Spilled(None) => Ok(()),
+                        RangeRows::Spilled(Some(file)) => file
+                            .read()
+                            .and_then(|parts| write_range(&mut writer, parts, &router, context)),
+                    };
                     (result, writer.written().to_vec())
                 })
                 .collect::<Vec<_>>(),
@@ -203,18 +219,10 @@ pub(crate) fn run(
 
 /// The rows of one range: in memory, or in a spill file.
 enum RangeRows {
-    Memory(Vec<RecordBatch>),
+    /// Rows of in-memory batches: (key, batch, row), in routing order.
+    Indexed(std::sync::Arc<Vec<RecordBatch>>, Vec<(u64, u32, u32)>),
+    /// A spill file (keys are computed again when it is read).
     Spilled(Option<spill::SpillFile>),
-}
-
-impl RangeRows {
-    fn load(self) -> Result<Vec<RecordBatch>> {
-        match self {
-            RangeRows::Memory(parts) => Ok(parts),
-            RangeRows::Spilled(None) => Ok(Vec::new()),
-            RangeRows::Spilled(Some(file)) => file.read(),
-        }
-    }
 }
 
 /// Routes rows to ranges by curve key.
@@ -246,9 +254,11 @@ impl Router<'_> {
     }
 }
 
+/// Writes one spilled range: its rows sorted by key (stable: equal keys keep their spill
+/// order, which is routing order).
 fn write_range(
     writer: &mut RollingWriter,
-    parts: &[RecordBatch],
+    parts: Vec<RecordBatch>,
     router: &Router<'_>,
     context: &RewriteContext,
 ) -> Result<()> {
@@ -258,8 +268,9 @@ fn write_range(
     let Some(first) = parts.first() else {
         return Ok(());
     };
-    let batch =
-        concat_batches(&first.schema(), parts).map_err(|e| Error::arrow("gathering a range", e))?;
+    let batch = concat_batches(&first.schema(), &parts)
+        .map_err(|e| Error::arrow("gathering a range", e))?;
+    drop(parts);
     let keys = row_keys(&batch, router.clustering, router.buckets)?;
     // A stable sort: equal keys keep their routing order, so both memory modes agree.
     let mut order: Vec<u32> = (0..u32::try_from(batch.num_rows()).unwrap_or(u32::MAX)).collect();
@@ -272,6 +283,34 @@ fn write_range(
         let length = READ_ROWS_PER_WRITE.min(sorted.num_rows() - offset);
         writer.write(&sorted.slice(offset, length))?;
         offset += length;
+    }
+    writer.finish()
+}
+
+/// Writes one in-memory range: its rows sorted by key (stable, so equal keys keep routing
+/// order), gathered from the batches a chunk at a time.
+fn write_indexed_range(
+    writer: &mut RollingWriter,
+    batches: &[RecordBatch],
+    mut rows: Vec<(u64, u32, u32)>,
+    context: &RewriteContext,
+) -> Result<()> {
+    if context.cancel.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    rows.sort_by_key(|r| r.0);
+    let sources: Vec<&RecordBatch> = batches.iter().collect();
+    for chunk in rows.chunks(READ_ROWS_PER_WRITE) {
+        let indices: Vec<(usize, usize)> = chunk
+            .iter()
+            .map(|&(_, b, r)| (b as usize, r as usize))
+            .collect();
+        let batch = interleave_record_batch(&sources, &indices)
+            .map_err(|e| Error::arrow("gathering a range", e))?;
+        writer.write(&batch)?;
     }
     writer.finish()
 }

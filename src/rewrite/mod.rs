@@ -76,7 +76,13 @@ pub(crate) fn execute(
     context: &RewriteContext,
     progress: &dyn Progress,
 ) -> Result<Vec<BinOutcome>> {
-    let num_bins = plan.bins().count().max(1);
+    // Compaction runs one bin per thread, so more threads than bins idle; clustering splits
+    // each bin over the whole pool.
+    let num_bins = if plan.clustering.is_some() {
+        usize::MAX
+    } else {
+        plan.bins().count().max(1)
+    };
     let wanted = if context.threads == 0 {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     } else {
