@@ -6,10 +6,12 @@
 //!    so together they are a sample of whole rows.
 //! 2. Turn each reservoir into rank buckets, and the sampled rows into curve keys.
 //! 3. Cut the sorted sample keys into `n` ranges of equal row counts, `n` being the output
-//!    files the target size asks for; the cut keys are the range boundaries.
-//! 4. Route every row to its range by its key (binary search over the boundaries).
-//! 5. For each range, in parallel: sort its rows by key (stable), write them in order to
-//!    rolling files tagged with the cube, so rows inside a file follow the curve too.
+//!    files the target size asks for, each cut moved to a curve-cell corner nearby
+//!    ([`range_boundaries`]).
+//! 4. Route every row to its range by its key (binary search over the boundaries): in memory
+//!    as (key, batch, row) triples, out of core into spill files.
+//! 5. For each range, in parallel: sort its rows by key (stable), gather and write them in
+//!    order to rolling files tagged with the cube, so rows inside a file follow the curve too.
 //!
 //! # Memory
 //! Step 1 keeps the rows it reads while their Arrow memory stays within the budget
@@ -17,10 +19,11 @@
 //! samples, step 4 reads the files again and appends each row to its range's spill file
 //! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads as
 //! many ranges at a time as the budget holds (at least one). In memory, rows take at most half
-//! the budget (routing copies them once). Ranges are about one output file each, so peak
-//! memory stays near the budget whatever the partition's size, unless a single range (one
-//! output file of rows) is larger than the budget. Both modes route the same rows in the same order to the same ranges and sort them
-//! stably, so they write the same files.
+//! the budget (the other half is for the rows being gathered and encoded). Ranges are about
+//! one output file each, so peak memory stays near the budget whatever the partition's size,
+//! unless a single range (one output file of rows) is larger than the budget. Both modes
+//! route the same rows in the same order to the same ranges and sort them stably, so they
+//! write the same files.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
