@@ -9,6 +9,11 @@
 //!  └──────────────────┘   └───────────────────┘   │ (rayon pool)       │   │ (log store, I/O)│
 //!                                                 └────────────────────┘   └─────────────────┘
 //! ```
+//! With `--zorder`/`--hilbert` (or a table that declares clustering columns), the plan makes
+//! one bin per partition and the rewrite clusters it along a space-filling curve
+//! ([`curve`]: rank buckets from seeded quantile samples, Z-order and Hilbert keys;
+//! `rewrite::cluster`: ranges of the curve, in memory or through spill files).
+//!
 //! [`optimize::optimize`] runs the whole job; [`inspect::inspect`] reports on a table from
 //! its log. The log is read and written through the `deltalake` crate; data through `arrow`
 //! and `parquet` (the versions deltalake uses, re-exported by it).

@@ -83,7 +83,7 @@ pub(crate) fn run(
             rows += batch.num_rows() as u64;
             arrow_bytes += batch.get_array_memory_size() as u64;
             if in_memory {
-                // Routing copies the rows once more: keep half the budget for that.
+                // Gathering and encoding the ranges need room too: keep half the budget.
                 if arrow_bytes.saturating_mul(2) > context.memory_limit_bytes {
                     in_memory = false;
                     batches = Vec::new();
