@@ -256,19 +256,13 @@ fn every_unsupported_feature_is_refused_by_name() {
             "readerFeatures": reader,
             "writerFeatures": ["appendOnly", "invariants", feature],
         }});
-        let version = fixture.log_versions().last().copied().unwrap() + 1;
-        std::fs::write(
-            fixture
-                .path
-                .join("_delta_log")
-                .join(format!("{version:020}.json")),
-            format!(
-                "{}\n{}",
+        fixture.write_commit(
+            fixture.next_version(),
+            &[
                 serde_json::json!({"commitInfo": {"operation": "SET TBLPROPERTIES"}}),
-                protocol
-            ),
-        )
-        .unwrap();
+                protocol,
+            ],
+        );
         expect_error(&fixture, &["optimize", "{}"], &[feature]);
     }
 }

@@ -598,26 +598,17 @@ fn incremental_clustering_respects_sealed_cubes() {
 /// Appends a commit upgrading `fixture` to protocol 3/7 with `writer_features` and the given
 /// extra actions (domain metadata, metadata).
 fn upgrade(fixture: &Fixture, writer_features: &[&str], extra: &[Value]) {
-    let version = fixture.log_versions().last().copied().unwrap() + 1;
-    let mut lines = vec![
-        serde_json::json!({"commitInfo": {"operation": "CLUSTER BY"}}).to_string(),
+    let mut actions = vec![
+        serde_json::json!({"commitInfo": {"operation": "CLUSTER BY"}}),
         serde_json::json!({"protocol": {
             "minReaderVersion": 3,
             "minWriterVersion": 7,
             "readerFeatures": [],
             "writerFeatures": writer_features,
-        }})
-        .to_string(),
+        }}),
     ];
-    lines.extend(extra.iter().map(Value::to_string));
-    std::fs::write(
-        fixture
-            .path
-            .join("_delta_log")
-            .join(format!("{version:020}.json")),
-        lines.join("\n"),
-    )
-    .unwrap();
+    actions.extend(extra.iter().cloned());
+    fixture.write_commit(fixture.next_version(), &actions);
 }
 
 /// A `clustering` table (PROTOCOL.md "Clustered Table") is clustered by its declared columns
@@ -694,42 +685,24 @@ fn files_of_another_clustering_provider_are_left_alone() {
     let fixture = Fixture::copy("basic-with-checkpoint");
     let location = fixture.location();
     let table = load(&location);
-    // Re-add every file as clustered by "liquid" (what Databricks writes).
-    let mut lines =
-        vec![serde_json::json!({"commitInfo": {"operation": "CLUSTER BY"}}).to_string()];
-    lines.push(
-        serde_json::json!({"protocol": {
-            "minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [],
-            "writerFeatures": ["appendOnly", "invariants", "domainMetadata", "clustering"],
-        }})
-        .to_string(),
-    );
-    lines.push(
-        serde_json::json!({"domainMetadata": {
-            "domain": "delta.clustering",
-            "configuration": "{\"clusteringColumns\":[[\"id\"]]}",
-            "removed": false,
-        }})
-        .to_string(),
-    );
+    // Re-add 20 of the 30 files as clustered by "liquid" (what Databricks writes).
+    let mut extra = vec![serde_json::json!({"domainMetadata": {
+        "domain": "delta.clustering",
+        "configuration": "{\"clusteringColumns\":[[\"id\"]]}",
+        "removed": false,
+    }})];
     for file in table.files.iter().take(20) {
-        lines.push(
-            serde_json::json!({"add": {
-                "path": file.raw_path, "partitionValues": {}, "size": file.size_bytes,
-                "modificationTime": 0, "dataChange": false, "clusteringProvider": "liquid",
-                "stats": format!("{{\"numRecords\":{}}}", file.num_records().unwrap()),
-            }})
-            .to_string(),
-        );
+        extra.push(serde_json::json!({"add": {
+            "path": file.raw_path, "partitionValues": {}, "size": file.size_bytes,
+            "modificationTime": 0, "dataChange": false, "clusteringProvider": "liquid",
+            "stats": format!("{{\"numRecords\":{}}}", file.num_records().unwrap()),
+        }}));
     }
-    std::fs::write(
-        fixture
-            .path
-            .join("_delta_log")
-            .join(format!("{:020}.json", table.version + 1)),
-        lines.join("\n"),
-    )
-    .unwrap();
+    upgrade(
+        &fixture,
+        &["appendOnly", "invariants", "domainMetadata", "clustering"],
+        &extra,
+    );
     let before = rows(&location);
     let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
     assert_eq!(

@@ -9,19 +9,6 @@ use serde_json::{Value, json};
 
 use crate::fixture::{Fixture, load, rows, runtime};
 
-/// Writes commit `version` by hand, as another writer would, holding `actions`.
-fn write_commit(fixture: &Fixture, version: u64, actions: &[Value]) {
-    let text: Vec<String> = actions.iter().map(Value::to_string).collect();
-    std::fs::write(
-        fixture
-            .path
-            .join("_delta_log")
-            .join(format!("{version:020}.json")),
-        text.join("\n"),
-    )
-    .unwrap();
-}
-
 fn first_add(fixture: &Fixture) -> Value {
     fixture
         .commit(0)
@@ -59,8 +46,7 @@ fn concurrent_append_does_not_fail_the_run() {
             .as_u64()
             .unwrap();
     let before_rows = rows(&location);
-    write_commit(
-        &fixture,
+    fixture.write_commit(
         read_version + 1,
         &[
             json!({"commitInfo": {"operation": "WRITE"}}),
@@ -103,8 +89,7 @@ fn concurrent_remove_of_an_input_aborts_and_cleans_up() {
     assert_eq!(written.len(), 1);
     assert!(fixture.path.join(&written[0]).exists());
 
-    write_commit(
-        &fixture,
+    fixture.write_commit(
         read_version + 1,
         &[
             json!({"commitInfo": {"operation": "DELETE"}}),

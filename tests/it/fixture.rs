@@ -55,6 +55,23 @@ impl Fixture {
         versions
     }
 
+    /// Writes commit `version` by hand, as another writer would, holding `actions`.
+    pub fn write_commit(&self, version: u64, actions: &[Value]) {
+        let lines: Vec<String> = actions.iter().map(Value::to_string).collect();
+        std::fs::write(
+            self.path
+                .join("_delta_log")
+                .join(format!("{version:020}.json")),
+            lines.join("\n"),
+        )
+        .unwrap();
+    }
+
+    /// The version after the last commit file.
+    pub fn next_version(&self) -> u64 {
+        self.log_versions().last().map_or(0, |v| v + 1)
+    }
+
     /// The JSON actions of commit `version`.
     pub fn commit(&self, version: u64) -> Vec<Value> {
         let text = std::fs::read_to_string(

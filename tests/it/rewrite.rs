@@ -484,16 +484,9 @@ fn removes_repeat_the_raw_log_path() {
         new_adds.push(json!({ "add": add }));
     }
     let next = table.version + 1;
-    let mut lines = vec![json!({"commitInfo": {"operation": "WRITE"}}).to_string()];
-    lines.extend(new_adds.iter().map(Value::to_string));
-    std::fs::write(
-        fixture
-            .path
-            .join("_delta_log")
-            .join(format!("{next:020}.json")),
-        lines.join("\n"),
-    )
-    .unwrap();
+    let mut actions = vec![json!({"commitInfo": {"operation": "WRITE"}})];
+    actions.extend(new_adds);
+    fixture.write_commit(next, &actions);
     let before_rows = rows(&location);
     assert_eq!(before_rows.len(), 2 * table.files.len());
 
