@@ -106,29 +106,6 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
     )]
     let min_size = (target as f64 * DEFAULT_MIN_FILE_SIZE_RATIO) as u64;
 
-    let mut buckets: BTreeMap<u32, SizeBucket> = BTreeMap::new();
-    for file in &table.files {
-        let exponent = if file.size_bytes == 0 {
-            0
-        } else {
-            64 - file.size_bytes.leading_zeros()
-        };
-        let lower = if exponent == 0 {
-            0
-        } else {
-            1u64 << (exponent - 1)
-        };
-        let upper = 1u64.checked_shl(exponent).unwrap_or(u64::MAX);
-        let bucket = buckets.entry(exponent).or_insert(SizeBucket {
-            lower_bytes: lower,
-            upper_bytes: upper,
-            files: 0,
-            bytes: 0,
-        });
-        bucket.files += 1;
-        bucket.bytes += file.size_bytes;
-    }
-
     let num_files = table.files.len().max(1);
     #[expect(clippy::cast_precision_loss, reason = "a fraction")]
     let fraction = |n: usize| n as f64 / num_files as f64;
@@ -187,11 +164,42 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
             .iter()
             .filter(|f| f.size_bytes < min_size)
             .count() as u64,
-        size_histogram: buckets.into_values().collect(),
+        size_histogram: size_histogram(
+            &table.files.iter().map(|f| f.size_bytes).collect::<Vec<_>>(),
+        ),
         columns,
         protocol: table.protocol.clone(),
         features: table.protocol.effective_features(),
         unsupported_features: table.protocol.unsupported(),
         properties: table.properties.clone(),
     })
+}
+
+/// The file-size histogram of `sizes` (bytes): power-of-two buckets, empty ones left out,
+/// smallest first.
+#[must_use]
+pub fn size_histogram(sizes: &[u64]) -> Vec<SizeBucket> {
+    let mut buckets: BTreeMap<u32, SizeBucket> = BTreeMap::new();
+    for &size in sizes {
+        let exponent = if size == 0 {
+            0
+        } else {
+            64 - size.leading_zeros()
+        };
+        let lower = if exponent == 0 {
+            0
+        } else {
+            1u64 << (exponent - 1)
+        };
+        let upper = 1u64.checked_shl(exponent).unwrap_or(u64::MAX);
+        let bucket = buckets.entry(exponent).or_insert(SizeBucket {
+            lower_bytes: lower,
+            upper_bytes: upper,
+            files: 0,
+            bytes: 0,
+        });
+        bucket.files += 1;
+        bucket.bytes += size;
+    }
+    buckets.into_values().collect()
 }

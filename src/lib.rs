@@ -43,6 +43,7 @@ pub mod optimize;
 pub mod plan;
 pub mod predicate;
 pub mod progress;
+pub mod report;
 pub mod rewrite;
 pub mod size;
 pub mod table;

@@ -19,7 +19,6 @@ use crate::plan::{self, Plan, PlanOptions};
 use crate::progress::Progress;
 use crate::rewrite::{self, BinOutcome, RewriteContext, WrittenFile, read::Reader};
 use crate::table::TableView;
-use crate::table::schema::physical_arrow_schema;
 
 /// Options of the `optimize` job.
 #[derive(Debug, Clone, Default)]
@@ -275,20 +274,7 @@ pub async fn rewrite(
         plan,
         duration: Duration::ZERO,
     };
-    let target_schema = Arc::new(physical_arrow_schema(
-        &table.schema,
-        table.column_mapping,
-        &table.partition_columns,
-    )?);
-    let engine = table.log_store.engine(None);
-    let reader = Reader {
-        store: table.log_store.object_store(None),
-        runtime: tokio::runtime::Handle::current(),
-        storage: engine.storage_handler(),
-        table_url: table.location.clone(),
-        target_schema,
-        column_mapping: table.column_mapping,
-    };
+    let reader = Reader::for_table(&table)?;
     if options.dry_run || outcome.plan.is_empty() {
         return Ok(Rewritten {
             table,

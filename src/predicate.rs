@@ -270,7 +270,24 @@ impl Predicate {
 
 impl fmt::Display for Predicate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let col = |c: &Vec<String>| c.join(".");
+        let col = |c: &Vec<String>| {
+            c.iter()
+                .map(|part| {
+                    let plain = part
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_alphabetic() || c == '_')
+                        && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+                        && !is_reserved(part);
+                    if plain {
+                        part.clone()
+                    } else {
+                        format!("`{}`", part.replace('`', "``"))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(".")
+        };
         match self {
             Self::And(a, b) => write!(f, "({a} AND {b})"),
             Self::Or(a, b) => write!(f, "({a} OR {b})"),
@@ -314,27 +331,33 @@ impl fmt::Display for Predicate {
 }
 
 /// A value of a column's type, for comparisons. Order within each variant is the SQL order of
-/// the Delta type: integers and dates numerically, floats by `f64::total_cmp` (so NaN sorts
-/// above +inf and -0.0 equals 0.0 once normalized), strings and binary byte-wise (UTF-8),
-/// booleans false < true, timestamps by their microseconds.
+/// the Delta type (Spark's): integers and dates numerically, floats by `f64::total_cmp` once
+/// normalized (every NaN equals NaN and sorts above +inf, -0.0 equals 0.0), decimals as the
+/// nearest `f64` (rounding is monotonic, so data skipping on it stays sound), strings and
+/// binary byte-wise (UTF-8), booleans false < true, timestamps by their microseconds.
 #[derive(Debug, Clone, PartialEq)]
-enum Typed {
+pub enum Typed {
+    /// byte, short, integer, long.
     Int(i128),
+    /// float, double, decimal.
     Float(f64),
+    /// string, binary.
     Text(String),
+    /// boolean.
     Bool(bool),
+    /// date.
     Date(NaiveDate),
+    /// timestamp (UTC) and timestamp_ntz, microsecond precision.
     Timestamp(NaiveDateTime),
 }
 
 impl Typed {
-    fn cmp(&self, other: &Self) -> Option<Ordering> {
+    /// Compares two values of the same variant; `None` across variants.
+    #[must_use]
+    pub fn compare(&self, other: &Self) -> Option<Ordering> {
         Some(match (self, other) {
             (Self::Int(a), Self::Int(b)) => a.cmp(b),
-            (Self::Float(a), Self::Float(b)) => {
-                let norm = |x: f64| if x == 0.0 { 0.0 } else { x };
-                norm(*a).total_cmp(&norm(*b))
-            }
+            (Self::Float(a), Self::Float(b)) => normalize_float(*a).total_cmp(&normalize_float(*b)),
             (Self::Text(a), Self::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
             (Self::Bool(a), Self::Bool(b)) => a.cmp(b),
             (Self::Date(a), Self::Date(b)) => a.cmp(b),
@@ -344,8 +367,23 @@ impl Typed {
     }
 }
 
-/// Parses `text` (a partition value string or a literal's text) as `data_type`.
-fn parse_typed(data_type: &DataType, text: &str) -> Option<Typed> {
+/// Maps -0.0 to 0.0 and every NaN to the one positive NaN, so `total_cmp` gives SQL order.
+#[must_use]
+pub fn normalize_float(x: f64) -> f64 {
+    if x == 0.0 {
+        0.0
+    } else if x.is_nan() {
+        f64::NAN
+    } else {
+        x
+    }
+}
+
+/// Parses `text` (a partition value string, a literal's text or a stats value) as
+/// `data_type`; `None` when it does not parse or the type is not comparable (arrays, maps,
+/// structs, variants).
+#[must_use]
+pub fn parse_typed(data_type: &DataType, text: &str) -> Option<Typed> {
     let DataType::Primitive(p) = data_type else {
         return None;
     };
@@ -373,6 +411,10 @@ fn parse_typed(data_type: &DataType, text: &str) -> Option<Typed> {
 }
 
 fn parse_timestamp(text: &str) -> Option<Typed> {
+    // An ISO 8601 time with an offset (stats, UTC-adjusted partition values) is moved to UTC.
+    if let Ok(ts) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(Typed::Timestamp(ts.naive_utc()));
+    }
     let text = text.trim_end_matches('Z');
     let text = text.strip_suffix("+00:00").unwrap_or(text);
     for format in [
@@ -389,6 +431,31 @@ fn parse_timestamp(text: &str) -> Option<Typed> {
         .ok()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .map(Typed::Timestamp)
+}
+
+/// Types a literal for comparison with `column` of `data_type`: `Ok(None)` for `NULL`.
+///
+/// # Errors
+/// [`Error::InvalidPredicate`] naming the column when the literal does not fit its type.
+pub fn typed_literal(
+    column: &[String],
+    data_type: &DataType,
+    literal: &Literal,
+) -> Result<Option<Typed>> {
+    let literal_text = match literal {
+        Literal::Null => return Ok(None),
+        Literal::Bool(b) => b.to_string(),
+        Literal::Number(n) | Literal::String(n) => n.clone(),
+    };
+    parse_typed(data_type, &literal_text)
+        .map(Some)
+        .ok_or_else(|| Error::InvalidPredicate {
+            predicate: column.join("."),
+            message: format!(
+                "literal {literal} does not fit column '{}' of type {data_type}",
+                column.join(".")
+            ),
+        })
 }
 
 fn compare(
@@ -421,7 +488,7 @@ fn compare(
             column.join(".")
         ))
     })?;
-    Ok(left.cmp(&right))
+    Ok(left.compare(&right))
 }
 
 // ---- tokenizer and parser ---------------------------------------------------------------

@@ -23,7 +23,8 @@ use object_store::ObjectStoreExt as _;
 use url::Url;
 
 use crate::error::{Error, Result};
-use crate::table::{ColumnMappingMode, DataFile};
+use crate::table::schema::physical_arrow_schema;
+use crate::table::{ColumnMappingMode, DataFile, TableView};
 
 /// Rows per decoded batch.
 pub const READ_BATCH_ROWS: usize = 8192;
@@ -37,6 +38,67 @@ pub(crate) struct Reader {
     pub table_url: Url,
     pub target_schema: SchemaRef,
     pub column_mapping: ColumnMappingMode,
+}
+
+impl Reader {
+    /// The reader of `table`'s files, aligned to the physical schema of written files.
+    /// Must be called inside a tokio runtime (it keeps its handle).
+    pub(crate) fn for_table(table: &TableView) -> Result<Self> {
+        let target_schema = Arc::new(physical_arrow_schema(
+            &table.schema,
+            table.column_mapping,
+            &table.partition_columns,
+        )?);
+        let engine = table.log_store.engine(None);
+        Ok(Self {
+            store: table.log_store.object_store(None),
+            runtime: tokio::runtime::Handle::current(),
+            storage: engine.storage_handler(),
+            table_url: table.location.clone(),
+            target_schema,
+            column_mapping: table.column_mapping,
+        })
+    }
+}
+
+/// Reads the live rows of a table's data files: Parquet decoded, rows deleted by the
+/// deletion vector dropped, columns aligned to the table's physical schema (physical names,
+/// partition columns left out, columns added by schema evolution as nulls).
+///
+/// The public edge for checks that need the data itself (brute-force skipping checks,
+/// fingerprints). Sources as the module's.
+#[derive(Clone)]
+pub struct FileReader {
+    inner: Reader,
+}
+
+impl FileReader {
+    /// Creates the reader. Must be called inside a tokio runtime; [`FileReader::read`] then
+    /// blocks on that runtime, so call it from a thread that is not one of its workers.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] / [`Error::Delta`] when the schema has a type Parquet files cannot
+    /// hold.
+    pub fn new(table: &TableView) -> Result<Self> {
+        Ok(Self {
+            inner: Reader::for_table(table)?,
+        })
+    }
+
+    /// The Arrow schema of the batches [`FileReader::read`] returns.
+    #[must_use]
+    pub fn schema(&self) -> SchemaRef {
+        self.inner.target_schema.clone()
+    }
+
+    /// Reads `file`'s live rows, in file order, in batches of up to [`READ_BATCH_ROWS`].
+    ///
+    /// # Errors
+    /// [`Error::DataFile`] when the file is missing, is not Parquet, lacks a required column,
+    /// or its row count disagrees with its `add` action or deletion vector.
+    pub fn read(&self, file: &DataFile) -> Result<Vec<RecordBatch>> {
+        self.inner.read(file)
+    }
 }
 
 /// The object path of a data file: `path` relative to the table root, or an absolute URI

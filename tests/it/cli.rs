@@ -266,3 +266,179 @@ fn every_unsupported_feature_is_refused_by_name() {
         expect_error(&fixture, &["optimize", "{}"], &[feature]);
     }
 }
+
+#[test]
+fn report_json_predicates_compare_and_html() {
+    let fixture = Fixture::copy("http-requests-delta-rs");
+    let location = fixture.location();
+    let dir = tempfile::tempdir().unwrap();
+    let predicates = dir.path().join("predicates.sql");
+    std::fs::write(
+        &predicates,
+        "# one per line\nEdgeResponseBytes > 305\n\ndate = DATE '2023-04-14' AND ClientIP IS NOT NULL\n",
+    )
+    .unwrap();
+    let listing = fixture.listing();
+    let output = run(&[
+        "report",
+        &location,
+        "--json",
+        "--predicates",
+        predicates.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(fixture.listing(), listing, "report must not write");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["files"], 2);
+    assert_eq!(report["rows"], 1581);
+    let column = &report["columns"]["EdgeResponseBytes"];
+    for field in [
+        "overlap_depth_avg",
+        "overlap_depth_max",
+        "span_avg",
+        "skipped_files_fraction_avg",
+        "skipped_bytes_fraction_avg",
+        "ideal_skipped_files_fraction_avg",
+    ] {
+        assert!(column[field].is_number(), "{field}: {column}");
+    }
+    // Both files hold 303..307: depth 2 everywhere.
+    assert_eq!(column["overlap_depth_avg"], 2.0);
+    let listed: Vec<(String, u64)> = report["predicates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["predicate"].as_str().unwrap().to_string(),
+                p["files_scanned"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The date partition keeps one of the two files.
+    assert_eq!(
+        listed,
+        [
+            ("EdgeResponseBytes > 305".to_string(), 2),
+            (
+                "(date = '2023-04-14' AND ClientIP IS NOT NULL)".to_string(),
+                1
+            )
+        ]
+    );
+
+    // Cluster, then compare the two versions and draw them.
+    let output = run(&[
+        "optimize",
+        &location,
+        "--hilbert",
+        "EdgeStartTimestamp,EdgeResponseBytes",
+        "--target-size",
+        "16KiB",
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let comparison = &outcome["report"];
+    assert_eq!(comparison["rows_change"], 0, "{comparison}");
+    assert_eq!(comparison["before"]["version"], 1);
+    assert_eq!(comparison["after"]["version"], 2);
+    let after_columns: Vec<&String> = comparison["after"]["columns"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    // (serde_json's map sorts keys on parsing; the output keeps the clustering order)
+    assert_eq!(after_columns, ["EdgeResponseBytes", "EdgeStartTimestamp"]);
+    assert_eq!(
+        comparison["files_change"].as_i64().unwrap(),
+        outcome["files_added"].as_i64().unwrap() - outcome["files_removed"].as_i64().unwrap()
+    );
+
+    let page = dir.path().join("report.html");
+    let output = run(&[
+        "report",
+        &location,
+        "--compare",
+        "1",
+        "--columns",
+        "EdgeStartTimestamp,date",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("EdgeStartTimestamp"), "{text}");
+    assert!(
+        text.contains("date AND EdgeStartTimestamp")
+            || text.contains("EdgeStartTimestamp AND date"),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // Self-contained: no external asset (the SVG namespace is only a name).
+    assert!(
+        !html.contains("src=") && !html.contains("href="),
+        "external asset"
+    );
+    assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count());
+    // Histograms for both versions, and per column ranges and skipping for both.
+    assert_eq!(html.matches("<svg").count(), 2 + 2 * 2 * 2);
+}
+
+#[test]
+fn report_errors_name_the_option_column_or_line() {
+    let fixture = Fixture::copy("http-requests-delta-rs");
+    let dir = tempfile::tempdir().unwrap();
+    let predicates = dir.path().join("bad.sql");
+    std::fs::write(&predicates, "EdgeResponseBytes > 1\nEdgeResponseBytes >\n").unwrap();
+    let predicates = predicates.to_str().unwrap();
+    expect_error(
+        &fixture,
+        &["report", "{}", "--predicates", predicates],
+        &["--predicates", "line 2"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--predicates", "/nonexistent/p.sql"],
+        &["--predicates", "/nonexistent/p.sql"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--columns", "nope"],
+        &["nope", "does not exist"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--columns", "date,date"],
+        &["date", "twice"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--selectivity", "0"],
+        &["--selectivity"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--selectivity", "1.5"],
+        &["--selectivity"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--queries", "0"],
+        &["--queries"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--compare", "99"],
+        &["--version", "99"],
+    );
+    let quoted = dir.path().join("type.sql");
+    std::fs::write(&quoted, "EdgeResponseBytes = 'abc'\n").unwrap();
+    expect_error(
+        &fixture,
+        &["report", "{}", "--predicates", quoted.to_str().unwrap()],
+        &["EdgeResponseBytes", "'abc'"],
+    );
+}

@@ -4,4 +4,5 @@ mod cli;
 mod cluster;
 mod commit;
 mod fixture;
+mod report;
 mod rewrite;

@@ -19,6 +19,56 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Compact small files (and files with many deleted rows) into files of the target size.
     Optimize(OptimizeArgs),
+    /// Report min/max overlap and the estimated data skipping per column, from the log alone.
+    Report(ReportArgs),
+}
+
+/// `report` arguments.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Table location: a local path or a URL.
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+    /// Columns to report on (comma-separated, `a.b` for nested). Defaults to every partition
+    /// column and every column with min/max stats; naming several also measures conjunctions
+    /// of ranges on each pair.
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        help_heading = "Input"
+    )]
+    pub columns: Option<Vec<String>>,
+    /// Report this table version instead of the latest.
+    #[arg(long, value_name = "NUM", help_heading = "Input")]
+    pub version: Option<u64>,
+    /// Also report version NUM (usually an older one) beside it, on the same predicates,
+    /// with the change.
+    #[arg(long, value_name = "NUM", help_heading = "Input")]
+    pub compare: Option<u64>,
+    /// Generated predicates per column: half equality on a value drawn from the data, half
+    /// ranges covering --selectivity of the rows.
+    #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_QUERIES, help_heading = "Workload")]
+    pub queries: usize,
+    /// Share of rows a generated range predicate covers, in (0, 1].
+    #[arg(long, value_name = "F", default_value_t = delta_layout::report::DEFAULT_SELECTIVITY, help_heading = "Workload")]
+    pub selectivity: f64,
+    /// A file of predicates, one per line (blank lines and lines starting with # are
+    /// skipped), in the language of optimize --where over any column; each is reported.
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub predicates: Option<std::path::PathBuf>,
+    /// Seed of the generated predicates.
+    #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_SEED, help_heading = "Workload")]
+    pub seed: u64,
+    /// Target file size to count files against (units: 64MiB, 1GB, or bytes).
+    #[arg(long, value_name = "SIZE", help_heading = "Input")]
+    pub target_size: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// Also write a self-contained HTML page (inline SVG) to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 /// `inspect` arguments.
@@ -110,6 +160,19 @@ pub struct OptimizeArgs {
     /// Print the plan and write nothing.
     #[arg(long, help_heading = "Planning")]
     pub dry_run: bool,
+    /// Columns of the before/after skipping report printed at the end (comma-separated).
+    /// Defaults to the clustering columns; without either, the report covers files and
+    /// sizes only.
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        help_heading = "Output"
+    )]
+    pub columns: Option<Vec<String>>,
+    /// Skip the before/after report at the end.
+    #[arg(long, help_heading = "Output")]
+    pub no_report: bool,
     /// Worker threads for the rewrite (0 = one per core).
     #[arg(
         long,

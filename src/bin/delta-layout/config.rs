@@ -5,7 +5,10 @@ use delta_layout::optimize::OptimizeOptions;
 use delta_layout::plan::cluster::ClusterRequest;
 use delta_layout::plan::{DEFAULT_MAX_DELETED_RATIO, PlanOptions};
 
-use crate::args::OptimizeArgs;
+use delta_layout::predicate::Predicate;
+use delta_layout::report::ReportOptions;
+
+use crate::args::{OptimizeArgs, ReportArgs};
 
 /// Parses an optional size flag.
 pub fn size(flag: &str, text: Option<&str>) -> anyhow::Result<Option<u64>> {
@@ -32,6 +35,55 @@ fn clustering(args: &OptimizeArgs) -> anyhow::Result<Option<ClusterRequest>> {
     request.cube_bytes = size("--cube-size", args.cube_size.as_deref())?;
     request.full = args.full;
     Ok(Some(request))
+}
+
+/// Builds the library options of `report`, reading the `--predicates` file.
+pub fn report_options(args: &ReportArgs) -> anyhow::Result<ReportOptions> {
+    let predicates = match &args.predicates {
+        None => Vec::new(),
+        Some(path) => read_predicates(path)?,
+    };
+    let options = ReportOptions {
+        columns: args.columns.clone(),
+        queries: args.queries,
+        selectivity: args.selectivity,
+        seed: args.seed,
+        predicates,
+        target_file_bytes: size("--target-size", args.target_size.as_deref())?,
+    };
+    options.validate()?;
+    Ok(options)
+}
+
+/// One predicate per line; blank lines and `#` comments skipped. Errors name the line.
+fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<Predicate>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        delta_layout::Error::invalid_option(
+            "--predicates",
+            format!("cannot read '{}': {e}", path.display()),
+        )
+    })?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let predicate = Predicate::parse(line).map_err(|e| {
+            delta_layout::Error::invalid_option(
+                "--predicates",
+                format!("{} line {}: {e}", path.display(), n + 1),
+            )
+        })?;
+        out.push(predicate);
+    }
+    if out.is_empty() {
+        anyhow::bail!(delta_layout::Error::invalid_option(
+            "--predicates",
+            format!("'{}' holds no predicate", path.display()),
+        ));
+    }
+    Ok(out)
 }
 
 /// Builds the library options of `optimize`.

@@ -83,6 +83,15 @@ fn cancel_on_signal(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) {
     });
 }
 
+fn write_html(path: &std::path::Path, page: &str) -> anyhow::Result<()> {
+    std::fs::write(path, page).map_err(|e| {
+        anyhow::Error::from(delta_layout::Error::invalid_option(
+            "--html",
+            format!("cannot write '{}': {e}", path.display()),
+        ))
+    })
+}
+
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause
@@ -141,9 +150,51 @@ fn run() -> anyhow::Result<ExitCode> {
                 render::inspect(&mut stdout, &report)?;
             }
         }
+        Command::Report(args) => {
+            let options = config::report_options(&args)?;
+            let table = runtime.block_on(delta_layout::table::TableView::load(
+                &args.table,
+                args.version,
+            ))?;
+            if let Some(older) = args.compare {
+                let before = runtime.block_on(delta_layout::table::TableView::load(
+                    &args.table,
+                    Some(older),
+                ))?;
+                let comparison = delta_layout::report::compare(&before, &table, &options)?;
+                if let Some(path) = &args.html {
+                    write_html(
+                        path,
+                        &delta_layout::report::html::render(
+                            Some(&comparison.before),
+                            &comparison.after,
+                        ),
+                    )?;
+                }
+                if args.json {
+                    serde_json::to_writer_pretty(&mut stdout, &comparison)?;
+                    writeln!(stdout)?;
+                } else {
+                    render::comparison(&mut stdout, &comparison)?;
+                }
+            } else {
+                let report = delta_layout::report::report(&table, &options)?;
+                if let Some(path) = &args.html {
+                    write_html(path, &delta_layout::report::html::render(None, &report))?;
+                }
+                if args.json {
+                    serde_json::to_writer_pretty(&mut stdout, &report)?;
+                    writeln!(stdout)?;
+                } else {
+                    render::report(&mut stdout, &report)?;
+                }
+            }
+        }
         Command::Optimize(args) => {
             let json = args.json;
             let quiet = args.quiet;
+            let report_columns = args.columns.clone();
+            let with_report = !args.no_report && !args.dry_run;
             let location = args.table.clone();
             let cancel = Arc::new(AtomicBool::new(false));
             cancel_on_signal(&runtime, cancel.clone());
@@ -153,11 +204,39 @@ fn run() -> anyhow::Result<ExitCode> {
             let outcome = runtime.block_on(delta_layout::optimize::optimize(
                 &location, &options, progress,
             ))?;
+            // The layout before and after, on the clustered (or named) columns.
+            let comparison = match outcome.version {
+                Some(version) if with_report => {
+                    let columns = report_columns
+                        .or_else(|| outcome.plan.clustering.as_ref().map(|c| c.columns.clone()))
+                        .unwrap_or_default();
+                    let before = runtime.block_on(delta_layout::table::TableView::load(
+                        &location,
+                        Some(outcome.read_version),
+                    ))?;
+                    let after = runtime.block_on(delta_layout::table::TableView::load(
+                        &location,
+                        Some(version),
+                    ))?;
+                    let options = delta_layout::report::ReportOptions {
+                        columns: Some(columns),
+                        ..Default::default()
+                    };
+                    Some(delta_layout::report::compare(&before, &after, &options)?)
+                }
+                _ => None,
+            };
             if json {
-                serde_json::to_writer_pretty(&mut stdout, &render::optimize_json(&outcome))?;
+                let mut value = render::optimize_json(&outcome);
+                value["report"] = serde_json::to_value(&comparison)?;
+                serde_json::to_writer_pretty(&mut stdout, &value)?;
                 writeln!(stdout)?;
             } else {
                 render::optimize(&mut stdout, &outcome)?;
+                if let Some(comparison) = &comparison {
+                    writeln!(stdout)?;
+                    render::comparison(&mut stdout, comparison)?;
+                }
             }
         }
     }

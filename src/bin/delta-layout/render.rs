@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use delta_layout::inspect::InspectReport;
 use delta_layout::optimize::OptimizeOutcome;
+use delta_layout::report::{LayoutReport, ReportComparison};
 use delta_layout::size::format_size;
 use serde_json::{Value, json};
 
@@ -159,4 +160,148 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "metrics": o.metrics,
         "plan": o.plan,
     })
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+fn workload_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "workload   {} predicates per column ({} equality, {} ranges over {} of rows), seed {}, drawn from version {}'s stats",
+        r.queries,
+        r.queries / 2,
+        r.queries - r.queries / 2,
+        percent(r.selectivity),
+        r.seed,
+        r.workload_version
+    )
+}
+
+fn table_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "version {:<6} {} files ({}), {} rows; {} files below the target {}",
+        r.version,
+        r.files,
+        format_size(r.bytes),
+        r.rows,
+        r.files_below_target,
+        format_size(r.target_file_bytes)
+    )
+}
+
+/// Text form of `report`.
+pub fn report(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
+    writeln!(out, "table      {}", r.table)?;
+    table_line(out, r)?;
+    workload_line(out, r)?;
+    writeln!(
+        out,
+        "\n{:<28} {:>6} {:>9} {:>6} {:>6}   {:>15} {:>15}",
+        "column", "stats", "depth avg", "max", "span", "range skip", "equality skip"
+    )?;
+    for c in &r.columns {
+        writeln!(
+            out,
+            "{:<28} {:>6} {:>9} {:>6} {:>6}   {:>6} / {:<6} {:>6} / {:<6}",
+            c.column,
+            percent(c.stats_fraction),
+            opt(c.overlap_depth_avg, 1),
+            c.overlap_depth_max
+                .map_or_else(|| "-".into(), |m| m.to_string()),
+            opt(c.span_avg, 3),
+            percent(c.range.skipped_files_fraction_avg),
+            percent(c.range.ideal_skipped_files_fraction_avg),
+            percent(c.equality.skipped_files_fraction_avg),
+            percent(c.equality.ideal_skipped_files_fraction_avg),
+        )?;
+    }
+    writeln!(
+        out,
+        "(skip: average share of files min/max pruning skips / the ideal: as many files sorted on that column alone)"
+    )?;
+    if !r.conjunctions.is_empty() {
+        writeln!(out, "\nconjunctions of two ranges       skip / ideal")?;
+        for c in &r.conjunctions {
+            writeln!(
+                out,
+                "  {:<30} {:>6} / {:<6}",
+                c.columns.join(" AND "),
+                percent(c.skipping.skipped_files_fraction_avg),
+                percent(c.skipping.ideal_skipped_files_fraction_avg)
+            )?;
+        }
+    }
+    predicates(out, r)
+}
+
+fn predicates(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
+    if r.predicates.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\npredicates (version {})", r.version)?;
+    for p in &r.predicates {
+        writeln!(
+            out,
+            "  scans {:>6} files ({:>10}), skips {:>6} ({:>10})  {}",
+            p.files_scanned,
+            format_size(p.bytes_scanned),
+            p.files_skipped,
+            format_size(p.bytes_skipped),
+            p.predicate
+        )?;
+    }
+    Ok(())
+}
+
+/// Text form of `report --compare` and of the end of `optimize`.
+pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> {
+    writeln!(out, "table      {}", c.after.table)?;
+    table_line(out, &c.before)?;
+    table_line(out, &c.after)?;
+    if c.after.columns.is_empty() {
+        return Ok(());
+    }
+    workload_line(out, &c.after)?;
+    writeln!(
+        out,
+        "\n{:<28} {:>17} {:>15} {:>23} {:>23}",
+        "column", "depth avg", "span", "range skip (ideal)", "equality skip (ideal)"
+    )?;
+    for (b, a) in c.before.columns.iter().zip(&c.after.columns) {
+        writeln!(
+            out,
+            "{:<28} {:>7} -> {:<7} {:>6} -> {:<6} {:>6} -> {:>6} ({:>6}) {:>6} -> {:>6} ({:>6})",
+            a.column,
+            opt(b.overlap_depth_avg, 1),
+            opt(a.overlap_depth_avg, 1),
+            opt(b.span_avg, 3),
+            opt(a.span_avg, 3),
+            percent(b.range.skipped_files_fraction_avg),
+            percent(a.range.skipped_files_fraction_avg),
+            percent(a.range.ideal_skipped_files_fraction_avg),
+            percent(b.equality.skipped_files_fraction_avg),
+            percent(a.equality.skipped_files_fraction_avg),
+            percent(a.equality.ideal_skipped_files_fraction_avg),
+        )?;
+    }
+    for (b, a) in c.before.conjunctions.iter().zip(&c.after.conjunctions) {
+        writeln!(
+            out,
+            "{:<28} {:>49} {:>6} -> {:>6} ({:>6})",
+            a.columns.join(" AND "),
+            "",
+            percent(b.skipping.skipped_files_fraction_avg),
+            percent(a.skipping.skipped_files_fraction_avg),
+            percent(a.skipping.ideal_skipped_files_fraction_avg),
+        )?;
+    }
+    predicates(out, &c.before)?;
+    predicates(out, &c.after)
 }

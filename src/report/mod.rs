@@ -1,0 +1,806 @@
+//! `report`: how well each column's file ranges are separated and how much min/max data
+//! skipping would save, from the Delta log alone (no data file is read).
+//!
+//! The stages, each pure over a loaded [`TableView`]:
+//! 1. [`bounds`]: every file's bounds per column (stats, partition values) and the pruning
+//!    decision a Delta reader makes for a predicate (PROTOCOL.md "Per-file Statistics").
+//! 2. `model`: the files' [min, max] on one axis per column, the overlap depth and spans,
+//!    and the value distribution the stats imply.
+//! 3. [`workload`]: seeded predicates drawn from that distribution (equality and ranges of
+//!    a given selectivity, conjunctions of two columns), or the user's own predicates.
+//! 4. This module: the figures per column and per predicate, beside the *ideal* (the same
+//!    number of files holding equal rows, sorted on that column alone), and the comparison
+//!    of two versions.
+//!
+//! Rendering (terminal, JSON, [`html`]) is kept apart from the figures.
+
+pub mod bounds;
+pub mod html;
+pub(crate) mod model;
+pub mod workload;
+
+use rayon::prelude::*;
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use crate::error::{Error, Result};
+use crate::inspect::{SizeBucket, size_histogram};
+use crate::plan::{TargetSource, autotuned_target_bytes};
+use crate::predicate::Predicate;
+use crate::table::{PROP_TARGET_FILE_SIZE, TableView};
+use bounds::{ColumnRef, FileBounds, Pruner, is_orderable, string_prefix_length};
+use model::ColumnModel;
+use workload::{Query, QueryKind, Workload};
+
+/// Default number of generated predicates per column (half equality, half ranges).
+pub const DEFAULT_QUERIES: usize = 200;
+/// Most generated predicates per column.
+pub const MAX_QUERIES: usize = 100_000;
+/// Default share of rows a generated range predicate covers.
+pub const DEFAULT_SELECTIVITY: f64 = 0.01;
+/// Default seed of the generated predicates.
+pub const DEFAULT_SEED: u64 = 42;
+/// Most files per column drawn in the HTML page (evenly sampled beyond it).
+pub const MAX_DRAWN_FILES: usize = 2000;
+
+/// What to compute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportOptions {
+    /// Columns to report on (logical names, dotted for nested fields). `None`: every
+    /// partition column and every data column with min/max stats in some file.
+    pub columns: Option<Vec<String>>,
+    /// Generated predicates per column (half equality, half ranges) and per column pair.
+    pub queries: usize,
+    /// Share of rows a generated range covers, in (0, 1].
+    pub selectivity: f64,
+    /// Seed of the generated predicates.
+    pub seed: u64,
+    /// The user's predicates (`--predicates FILE`), reported one by one.
+    pub predicates: Vec<Predicate>,
+    /// The target file size for "files below target", bytes; `None`: the table's own
+    /// (`delta.targetFileSize`, else autotuned as `optimize` does).
+    pub target_file_bytes: Option<u64>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        Self {
+            columns: None,
+            queries: DEFAULT_QUERIES,
+            selectivity: DEFAULT_SELECTIVITY,
+            seed: DEFAULT_SEED,
+            predicates: Vec::new(),
+            target_file_bytes: None,
+        }
+    }
+}
+
+impl ReportOptions {
+    /// Checks the options.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming `--queries` or `--selectivity` when out of range.
+    pub fn validate(&self) -> Result<()> {
+        if self.queries == 0 || self.queries > MAX_QUERIES {
+            return Err(Error::invalid_option(
+                "--queries",
+                format!("must be between 1 and {MAX_QUERIES}, got {}", self.queries),
+            ));
+        }
+        if !(self.selectivity > 0.0 && self.selectivity <= 1.0) {
+            return Err(Error::invalid_option(
+                "--selectivity",
+                format!("must be in (0, 1], got {}", self.selectivity),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Skipping figures over a set of predicates: fractions in [0, 1].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SkipSummary {
+    /// Predicates evaluated.
+    pub queries: usize,
+    /// Average share of files min/max pruning skips.
+    pub skipped_files_fraction_avg: f64,
+    /// Median of that share.
+    pub skipped_files_fraction_p50: f64,
+    /// 90th percentile of that share.
+    pub skipped_files_fraction_p90: f64,
+    /// Average share of bytes skipped.
+    pub skipped_bytes_fraction_avg: f64,
+    /// Median share of bytes skipped.
+    pub skipped_bytes_fraction_p50: f64,
+    /// 90th percentile share of bytes skipped.
+    pub skipped_bytes_fraction_p90: f64,
+    /// Average share of files skipped by the ideal layout for the same predicates: the
+    /// same number of files of equal rows, sorted on the column alone (for a conjunction,
+    /// the better of its two columns). Equal rows make the byte share equal to it.
+    pub ideal_skipped_files_fraction_avg: f64,
+}
+
+/// The figures of one column.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ColumnReport {
+    /// Logical name, dotted for nested fields.
+    pub column: String,
+    /// Delta type.
+    pub data_type: String,
+    /// Whether it is a partition column (exact bounds from partition values).
+    pub partition_column: bool,
+    /// Share of files with a min and a max for the column (or an all-null count), [0, 1].
+    pub stats_fraction: f64,
+    /// Average number of files whose [min, max] holds a value drawn from the column's
+    /// distribution (weighted by rows); files without stats count everywhere. 1 is perfect
+    /// separation. `None` when no file has bounds.
+    pub overlap_depth_avg: Option<f64>,
+    /// Most files whose [min, max] share one value, files without stats included.
+    pub overlap_depth_max: Option<u64>,
+    /// Average (over files with bounds) of (max - min) / (the column's whole range): in
+    /// value terms for numbers, dates and timestamps, in rank terms among all files' bounds
+    /// for strings and booleans.
+    pub span_avg: Option<f64>,
+    /// Files whose min equals their max.
+    pub files_min_eq_max: u64,
+    /// Average share of files skipped, over the equality and range predicates together.
+    pub skipped_files_fraction_avg: f64,
+    /// Average share of bytes skipped, over both kinds.
+    pub skipped_bytes_fraction_avg: f64,
+    /// The ideal layout's average share of files skipped, over both kinds.
+    pub ideal_skipped_files_fraction_avg: f64,
+    /// The ideal layout's average share of bytes skipped (equal to the files' share).
+    pub ideal_skipped_bytes_fraction_avg: f64,
+    /// Equality on a value drawn from the column's distribution.
+    pub equality: SkipSummary,
+    /// Ranges covering the report's selectivity of the rows.
+    pub range: SkipSummary,
+}
+
+/// The figures of one pair of columns: conjunctions of a range on each.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConjunctionReport {
+    /// The two columns.
+    pub columns: [String; 2],
+    /// Skipping over the conjunctions.
+    #[serde(flatten)]
+    pub skipping: SkipSummary,
+}
+
+/// One user predicate's effect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PredicateReport {
+    /// The predicate as written back.
+    pub predicate: String,
+    /// Files a reader opens.
+    pub files_scanned: u64,
+    /// Files pruning skips.
+    pub files_skipped: u64,
+    /// Bytes of the scanned files.
+    pub bytes_scanned: u64,
+    /// Bytes of the skipped files.
+    pub bytes_skipped: u64,
+}
+
+/// Every file's [min, max] of one column, normalized to [0, 1] and ordered by min, for the
+/// HTML picture. At most [`MAX_DRAWN_FILES`] files, evenly sampled.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ColumnLayout {
+    /// The column.
+    pub column: String,
+    /// (min, max) per drawn file, in [0, 1].
+    pub ranges: Vec<(f64, f64)>,
+    /// Files with bounds in all (drawn or not).
+    pub files_with_range: usize,
+    /// Files without usable bounds.
+    pub files_unknown: usize,
+    /// Labels of the axis ends (the smallest min, the largest max).
+    pub axis_labels: (String, String),
+}
+
+/// The report of one table version.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LayoutReport {
+    /// Table location.
+    pub table: String,
+    /// Version reported.
+    pub version: u64,
+    /// Active files.
+    pub files: u64,
+    /// Their total size, bytes.
+    pub bytes: u64,
+    /// Live rows (numRecords minus deleted rows) of the files with a row count.
+    pub rows: u64,
+    /// Files without `numRecords`.
+    pub files_without_row_count: u64,
+    /// The target file size, bytes.
+    pub target_file_bytes: u64,
+    /// Where it comes from.
+    pub target_source: TargetSource,
+    /// Files below the target size.
+    pub files_below_target: u64,
+    /// File-size histogram, power-of-two buckets, empty ones left out.
+    pub size_histogram: Vec<SizeBucket>,
+    /// Generated predicates per column.
+    pub queries: usize,
+    /// Share of rows a generated range covers.
+    pub selectivity: f64,
+    /// Seed of the generated predicates.
+    pub seed: u64,
+    /// The version whose stats the predicates were drawn from.
+    pub workload_version: u64,
+    /// Per column, in the order asked (a JSON object keyed by column name).
+    #[serde(serialize_with = "columns_as_map")]
+    pub columns: Vec<ColumnReport>,
+    /// Per pair of `--columns`, conjunctions of ranges.
+    pub conjunctions: Vec<ConjunctionReport>,
+    /// Per user predicate, in file order.
+    pub predicates: Vec<PredicateReport>,
+    /// Per column, the picture's data (not in JSON).
+    #[serde(skip)]
+    pub layouts: Vec<ColumnLayout>,
+}
+
+fn columns_as_map<S: serde::Serializer>(
+    columns: &[ColumnReport],
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(Some(columns.len()))?;
+    for column in columns {
+        map.serialize_entry(&column.column, column)?;
+    }
+    map.end()
+}
+
+/// The change of one column's figures from `before` to `after` (after minus before).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ColumnChange {
+    /// The column.
+    pub column: String,
+    /// Change of the average overlap depth.
+    pub overlap_depth_avg: Option<f64>,
+    /// Change of the average span.
+    pub span_avg: Option<f64>,
+    /// Change of the average share of files skipped.
+    pub skipped_files_fraction_avg: f64,
+    /// Change of the average share of bytes skipped.
+    pub skipped_bytes_fraction_avg: f64,
+    /// Change of the range predicates' average share of files skipped.
+    pub range_skipped_files_fraction_avg: f64,
+}
+
+/// Two versions side by side, measured on one workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportComparison {
+    /// The older (`--compare`) version.
+    pub before: LayoutReport,
+    /// The newer (`--version`) version.
+    pub after: LayoutReport,
+    /// Change of the file count (after minus before).
+    pub files_change: i64,
+    /// Change of the total size, bytes.
+    pub bytes_change: i64,
+    /// Change of the live rows (0 when the layout changed and the data did not).
+    pub rows_change: i64,
+    /// Per column changes (a JSON object keyed by column name).
+    #[serde(serialize_with = "changes_as_map")]
+    pub columns: Vec<ColumnChange>,
+}
+
+fn changes_as_map<S: serde::Serializer>(
+    columns: &[ColumnChange],
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(Some(columns.len()))?;
+    for column in columns {
+        map.serialize_entry(&column.column, column)?;
+    }
+    map.end()
+}
+
+/// A table's files seen through the report's columns: bounds and models, computed once.
+pub struct Analysis<'t> {
+    table: &'t TableView,
+    columns: Vec<ColumnRef>,
+    /// Column-major: `bounds[c][f]`.
+    bounds: Vec<Vec<FileBounds>>,
+    models: Vec<ColumnModel>,
+    prefix_length: usize,
+}
+
+impl<'t> Analysis<'t> {
+    /// Resolves the report's columns on `table` and reads every file's bounds.
+    ///
+    /// # Errors
+    /// [`Error::UnknownColumn`] for a column the table lacks, has twice, or cannot order.
+    pub fn new(table: &'t TableView, columns: Option<&[String]>) -> Result<Self> {
+        let prefix_length = string_prefix_length(table);
+        let columns: Vec<ColumnRef> = match columns {
+            Some(names) => {
+                let mut out: Vec<ColumnRef> = Vec::new();
+                for name in names {
+                    let path: Vec<String> = name.split('.').map(str::to_string).collect();
+                    let column = ColumnRef::resolve(table, &path)?;
+                    if out.iter().any(|c| c.name == column.name) {
+                        return Err(Error::UnknownColumn {
+                            column: name.clone(),
+                            message: "is named twice in --columns".into(),
+                        });
+                    }
+                    out.push(column);
+                }
+                out
+            }
+            None => default_columns(table, prefix_length),
+        };
+        let bounds: Vec<Vec<FileBounds>> = columns
+            .par_iter()
+            .map(|c| {
+                table
+                    .files
+                    .iter()
+                    .map(|f| FileBounds::of(c, f, prefix_length))
+                    .collect()
+            })
+            .collect();
+        let rows = file_rows(table);
+        let models = columns
+            .par_iter()
+            .zip(&bounds)
+            .map(|(c, b)| ColumnModel::new(&c.data_type, b, &rows))
+            .collect();
+        Ok(Self {
+            table,
+            columns,
+            bounds,
+            models,
+            prefix_length,
+        })
+    }
+
+    /// The resolved columns.
+    #[must_use]
+    pub fn columns(&self) -> &[ColumnRef] {
+        &self.columns
+    }
+
+    /// Whether min/max pruning keeps each file (parallel to the table's files) for
+    /// `predicate`: `false` marks a file a Delta reader skips.
+    ///
+    /// # Errors
+    /// As [`Pruner::new`].
+    pub fn may_match(&self, predicate: &Predicate) -> Result<Vec<bool>> {
+        let pruner = Pruner::new(self.table, predicate)?;
+        Ok(self.prune(&pruner))
+    }
+
+    fn prune(&self, pruner: &Pruner) -> Vec<bool> {
+        // Bounds of the predicate's columns: the report's own, or read now.
+        let owned: Vec<Option<Vec<FileBounds>>> = pruner
+            .columns()
+            .iter()
+            .map(|c| {
+                if self.columns.iter().any(|r| r.name == c.name) {
+                    None
+                } else {
+                    Some(
+                        self.table
+                            .files
+                            .iter()
+                            .map(|f| FileBounds::of(c, f, self.prefix_length))
+                            .collect(),
+                    )
+                }
+            })
+            .collect();
+        let columns: Vec<&Vec<FileBounds>> = pruner
+            .columns()
+            .iter()
+            .zip(&owned)
+            .map(|(c, own)| {
+                own.as_ref().unwrap_or_else(|| {
+                    let i = self
+                        .columns
+                        .iter()
+                        .position(|r| r.name == c.name)
+                        .unwrap_or_default();
+                    &self.bounds[i]
+                })
+            })
+            .collect();
+        let mut row: Vec<&FileBounds> = Vec::with_capacity(columns.len());
+        (0..self.table.files.len())
+            .map(|f| {
+                row.clear();
+                row.extend(columns.iter().map(|c| &c[f]));
+                pruner.may_match(&row)
+            })
+            .collect()
+    }
+
+    /// The generated workload, drawn from this version's stats.
+    #[must_use]
+    pub fn workload(&self, options: &ReportOptions, pairs: bool) -> Workload {
+        Workload::generate(&self.models, &self.columns, options, pairs)
+    }
+}
+
+/// Builds the report of one version, with predicates drawn from its own stats.
+///
+/// # Errors
+/// [`Error::InvalidOption`] for options out of range; [`Error::UnknownColumn`] /
+/// [`Error::InvalidPredicate`] for columns or predicates that do not fit the table.
+pub fn report(table: &TableView, options: &ReportOptions) -> Result<LayoutReport> {
+    options.validate()?;
+    let analysis = Analysis::new(table, options.columns.as_deref())?;
+    let workload = analysis.workload(options, options.columns.is_some());
+    build(&analysis, &workload, options, table.version)
+}
+
+/// Builds the reports of `before` and `after` on one workload, drawn from `after`'s stats,
+/// with the changes.
+///
+/// # Errors
+/// As [`report`], for either version.
+pub fn compare(
+    before: &TableView,
+    after: &TableView,
+    options: &ReportOptions,
+) -> Result<ReportComparison> {
+    options.validate()?;
+    let after_analysis = Analysis::new(after, options.columns.as_deref())?;
+    let names: Vec<String> = after_analysis
+        .columns
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let before_analysis = Analysis::new(before, Some(&names))?;
+    let workload = after_analysis.workload(options, options.columns.is_some());
+    let after_report = build(&after_analysis, &workload, options, after.version)?;
+    let before_report = build(&before_analysis, &workload, options, after.version)?;
+    let diff = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a - b);
+    let columns = after_report
+        .columns
+        .iter()
+        .zip(&before_report.columns)
+        .map(|(a, b)| ColumnChange {
+            column: a.column.clone(),
+            overlap_depth_avg: diff(a.overlap_depth_avg, b.overlap_depth_avg),
+            span_avg: diff(a.span_avg, b.span_avg),
+            skipped_files_fraction_avg: a.skipped_files_fraction_avg - b.skipped_files_fraction_avg,
+            skipped_bytes_fraction_avg: a.skipped_bytes_fraction_avg - b.skipped_bytes_fraction_avg,
+            range_skipped_files_fraction_avg: a.range.skipped_files_fraction_avg
+                - b.range.skipped_files_fraction_avg,
+        })
+        .collect();
+    let signed = |a: u64, b: u64| i64::try_from(i128::from(a) - i128::from(b)).unwrap_or(i64::MAX);
+    Ok(ReportComparison {
+        files_change: signed(after_report.files, before_report.files),
+        bytes_change: signed(after_report.bytes, before_report.bytes),
+        rows_change: signed(after_report.rows, before_report.rows),
+        before: before_report,
+        after: after_report,
+        columns,
+    })
+}
+
+fn build(
+    analysis: &Analysis<'_>,
+    workload: &Workload,
+    options: &ReportOptions,
+    workload_version: u64,
+) -> Result<LayoutReport> {
+    let table = analysis.table;
+    let totals = table.totals();
+    let (target, target_source) = match (
+        options.target_file_bytes,
+        table.property(PROP_TARGET_FILE_SIZE),
+    ) {
+        (Some(bytes), _) => (bytes, TargetSource::Option),
+        (None, Some(text)) => (
+            crate::size::parse_size(PROP_TARGET_FILE_SIZE, text)?,
+            TargetSource::TableProperty,
+        ),
+        (None, None) => (
+            autotuned_target_bytes(totals.bytes),
+            TargetSource::Autotuned,
+        ),
+    };
+    let sizes: Vec<u64> = table.files.iter().map(|f| f.size_bytes).collect();
+    let total_bytes: u64 = sizes.iter().sum();
+    let file_count = table.files.len();
+
+    // Evaluate every generated query on this version.
+    let outcomes: Vec<Result<QueryOutcome>> = workload
+        .queries
+        .par_iter()
+        .map(|q| evaluate(analysis, q, &sizes, total_bytes))
+        .collect();
+    let outcomes: Vec<QueryOutcome> = outcomes.into_iter().collect::<Result<_>>()?;
+
+    let columns = analysis
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(c, column)| {
+            let model = &analysis.models[c];
+            let overlap = model.has_data().then(|| model.overlap());
+            let of_kind = |kind: QueryKind| -> Vec<&QueryOutcome> {
+                workload
+                    .queries
+                    .iter()
+                    .zip(&outcomes)
+                    .filter(|(q, _)| q.kind == kind && q.columns == [c])
+                    .map(|(_, o)| o)
+                    .collect()
+            };
+            let equality = summarize(&of_kind(QueryKind::Equality));
+            let range = summarize(&of_kind(QueryKind::Range));
+            let both: Vec<&QueryOutcome> = of_kind(QueryKind::Equality)
+                .into_iter()
+                .chain(of_kind(QueryKind::Range))
+                .collect();
+            let all = summarize(&both);
+            let with_stats = analysis.bounds[c]
+                .iter()
+                .filter(|b| b.has_range() || b.all_null)
+                .count();
+            ColumnReport {
+                column: column.name.clone(),
+                data_type: column.data_type.to_string(),
+                partition_column: column.partition_index.is_some(),
+                stats_fraction: fraction(with_stats, file_count),
+                overlap_depth_avg: overlap.map(|o| o.depth_avg),
+                overlap_depth_max: overlap.map(|o| o.depth_max),
+                span_avg: overlap.map(|o| o.span_avg),
+                files_min_eq_max: overlap.map_or(0, |o| o.min_eq_max),
+                skipped_files_fraction_avg: all.skipped_files_fraction_avg,
+                skipped_bytes_fraction_avg: all.skipped_bytes_fraction_avg,
+                ideal_skipped_files_fraction_avg: all.ideal_skipped_files_fraction_avg,
+                ideal_skipped_bytes_fraction_avg: all.ideal_skipped_files_fraction_avg,
+                equality,
+                range,
+            }
+        })
+        .collect();
+
+    let mut conjunctions = Vec::new();
+    for (a, b) in workload.pairs() {
+        let of_pair: Vec<&QueryOutcome> = workload
+            .queries
+            .iter()
+            .zip(&outcomes)
+            .filter(|(q, _)| q.kind == QueryKind::Conjunction && q.columns == [a, b])
+            .map(|(_, o)| o)
+            .collect();
+        conjunctions.push(ConjunctionReport {
+            columns: [
+                analysis.columns[a].name.clone(),
+                analysis.columns[b].name.clone(),
+            ],
+            skipping: summarize(&of_pair),
+        });
+    }
+
+    let predicates = options
+        .predicates
+        .iter()
+        .map(|p| {
+            let keep = analysis.may_match(p)?;
+            let (mut files_scanned, mut bytes_scanned) = (0u64, 0u64);
+            for (k, size) in keep.iter().zip(&sizes) {
+                if *k {
+                    files_scanned += 1;
+                    bytes_scanned += size;
+                }
+            }
+            Ok(PredicateReport {
+                predicate: p.to_string(),
+                files_scanned,
+                files_skipped: file_count as u64 - files_scanned,
+                bytes_scanned,
+                bytes_skipped: total_bytes - bytes_scanned,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+
+    let layouts = analysis
+        .columns
+        .iter()
+        .zip(&analysis.models)
+        .map(|(c, m)| layout(&c.name, m))
+        .collect();
+
+    Ok(LayoutReport {
+        table: table.display_location(),
+        version: table.version,
+        files: totals.files,
+        bytes: totals.bytes,
+        rows: totals.rows,
+        files_without_row_count: totals.files_without_row_count,
+        target_file_bytes: target,
+        target_source,
+        files_below_target: sizes.iter().filter(|s| **s < target).count() as u64,
+        size_histogram: size_histogram(&sizes),
+        queries: options.queries,
+        selectivity: options.selectivity,
+        seed: options.seed,
+        workload_version,
+        columns,
+        conjunctions,
+        predicates,
+        layouts,
+    })
+}
+
+/// One query's result on one version.
+#[derive(Debug, Clone, Copy)]
+struct QueryOutcome {
+    files_fraction: f64,
+    bytes_fraction: f64,
+    ideal_fraction: f64,
+}
+
+fn evaluate(
+    analysis: &Analysis<'_>,
+    query: &Query,
+    sizes: &[u64],
+    total_bytes: u64,
+) -> Result<QueryOutcome> {
+    let pruner = Pruner::new(analysis.table, &query.predicate)?;
+    let keep = analysis.prune(&pruner);
+    let (mut skipped, mut skipped_bytes) = (0usize, 0u64);
+    for (k, size) in keep.iter().zip(sizes) {
+        if !*k {
+            skipped += 1;
+            skipped_bytes += size;
+        }
+    }
+    let n = keep.len();
+    #[expect(clippy::cast_precision_loss, reason = "fractions")]
+    Ok(QueryOutcome {
+        files_fraction: fraction(skipped, n),
+        bytes_fraction: if total_bytes == 0 {
+            0.0
+        } else {
+            skipped_bytes as f64 / total_bytes as f64
+        },
+        ideal_fraction: query.ideal_skipped_fraction(n),
+    })
+}
+
+fn summarize(outcomes: &[&QueryOutcome]) -> SkipSummary {
+    if outcomes.is_empty() {
+        return SkipSummary::default();
+    }
+    let stats = |f: &dyn Fn(&QueryOutcome) -> f64| {
+        let mut v: Vec<f64> = outcomes.iter().map(|o| f(o)).collect();
+        v.sort_by(f64::total_cmp);
+        #[expect(clippy::cast_precision_loss, reason = "an average")]
+        let avg = v.iter().sum::<f64>() / v.len() as f64;
+        (avg, percentile(&v, 0.5), percentile(&v, 0.9))
+    };
+    let (fa, f50, f90) = stats(&|o| o.files_fraction);
+    let (ba, b50, b90) = stats(&|o| o.bytes_fraction);
+    let (ia, _, _) = stats(&|o| o.ideal_fraction);
+    SkipSummary {
+        queries: outcomes.len(),
+        skipped_files_fraction_avg: fa,
+        skipped_files_fraction_p50: f50,
+        skipped_files_fraction_p90: f90,
+        skipped_bytes_fraction_avg: ba,
+        skipped_bytes_fraction_p50: b50,
+        skipped_bytes_fraction_p90: b90,
+        ideal_skipped_files_fraction_avg: ia,
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "an index"
+    )]
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+#[expect(clippy::cast_precision_loss, reason = "a fraction")]
+fn fraction(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// Rows per file for the model's weights: live rows, else the average of the known ones
+/// (1 when none is known).
+fn file_rows(table: &TableView) -> Vec<f64> {
+    let known: Vec<u64> = table
+        .files
+        .iter()
+        .filter_map(|f| f.num_live_rows())
+        .collect();
+    #[expect(clippy::cast_precision_loss, reason = "weights")]
+    let fallback = if known.is_empty() {
+        1.0
+    } else {
+        known.iter().sum::<u64>() as f64 / known.len() as f64
+    };
+    #[expect(clippy::cast_precision_loss, reason = "weights")]
+    table
+        .files
+        .iter()
+        .map(|f| f.num_live_rows().map_or(fallback, |r| r as f64))
+        .collect()
+}
+
+/// Partition columns, then data columns with an order and min/max stats in some file.
+fn default_columns(table: &TableView, prefix_length: usize) -> Vec<ColumnRef> {
+    let mut out = Vec::new();
+    for name in &table.partition_columns {
+        if let Ok(c) = ColumnRef::resolve(table, std::slice::from_ref(name)) {
+            out.push(c);
+        }
+    }
+    for leaf in table.data_leaf_columns() {
+        if !is_orderable(&leaf.data_type) {
+            continue;
+        }
+        let Ok(c) = ColumnRef::resolve(table, &leaf.logical) else {
+            continue;
+        };
+        if table
+            .files
+            .iter()
+            .any(|f| FileBounds::of(&c, f, prefix_length).has_range())
+        {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn layout(name: &str, model: &ColumnModel) -> ColumnLayout {
+    let mut ranges: Vec<(f64, f64)> = model.ranges.iter().flatten().copied().collect();
+    let files_with_range = ranges.len();
+    let files_unknown = model.unknown.iter().filter(|u| **u).count();
+    ranges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let lo = ranges.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
+    let hi = ranges.iter().map(|r| r.1).fold(f64::NEG_INFINITY, f64::max);
+    let labels = if ranges.is_empty() {
+        (String::new(), String::new())
+    } else {
+        (
+            model.literal(lo, true).to_string(),
+            model.literal(hi, false).to_string(),
+        )
+    };
+    let width = if hi > lo { hi - lo } else { 1.0 };
+    if ranges.len() > MAX_DRAWN_FILES {
+        let step = ranges.len() / MAX_DRAWN_FILES
+            + usize::from(!ranges.len().is_multiple_of(MAX_DRAWN_FILES));
+        ranges = ranges.into_iter().step_by(step).collect();
+    }
+    let ranges = if ranges.is_empty() {
+        ranges
+    } else {
+        ranges
+            .into_iter()
+            .map(|(a, b)| ((a - lo) / width, (b - lo) / width))
+            .collect()
+    };
+    ColumnLayout {
+        column: name.to_string(),
+        ranges,
+        files_with_range,
+        files_unknown,
+        axis_labels: labels,
+    }
+}

@@ -1,0 +1,649 @@
+//! The skipping estimate against brute force: every file the report says min/max pruning
+//! skips is read, and no row in it may satisfy the predicate. Real tables from `testdata/`
+//! and seeded random tables with nulls, NaN, -0.0, cut-off strings, millisecond-truncated
+//! timestamps, null partition values and missing stats.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use delta_layout::predicate::{CompareOp, Literal, Predicate};
+use delta_layout::report::bounds::ColumnRef;
+use delta_layout::report::{Analysis, ReportOptions};
+use delta_layout::rewrite::read::FileReader;
+use delta_layout::table::TableView;
+use deltalake::arrow::array::{
+    Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, StructArray,
+    TimestampMicrosecondArray,
+};
+use deltalake::arrow::datatypes::{DataType as ArrowType, Field, Schema, TimeUnit};
+use deltalake::arrow::util::display::{ArrayFormatter, FormatOptions};
+use deltalake::kernel::DataType;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::fixture::{self, Fixture};
+
+/// One file's rows as (column name -> value strings), read with the library's reader.
+struct FileRows {
+    columns: BTreeMap<String, Vec<Option<String>>>,
+    len: usize,
+}
+
+fn read_rows(table: &TableView, columns: &[ColumnRef]) -> Vec<FileRows> {
+    let rt = fixture::runtime();
+    let reader = {
+        let _guard = rt.enter();
+        FileReader::new(table).unwrap()
+    };
+    let options = FormatOptions::default();
+    table
+        .files
+        .iter()
+        .map(|file| {
+            let batches = reader.read(file).unwrap();
+            let len: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            let mut out = BTreeMap::new();
+            for column in columns {
+                let values: Vec<Option<String>> = if let Some(i) = column.partition_index {
+                    vec![file.partition_values[i].clone(); len]
+                } else {
+                    let mut values = Vec::with_capacity(len);
+                    for batch in &batches {
+                        let (array, valid) = leaf(batch, &column.physical);
+                        let formatter = ArrayFormatter::try_new(array.as_ref(), &options).unwrap();
+                        for (row, valid) in valid.into_iter().enumerate() {
+                            values.push(valid.then(|| formatter.value(row).to_string()));
+                        }
+                    }
+                    values
+                };
+                out.insert(column.name.clone(), values);
+            }
+            FileRows { columns: out, len }
+        })
+        .collect()
+}
+
+/// The leaf array at a physical path, and per row whether it is valid (a null parent
+/// struct makes the leaf null).
+fn leaf(batch: &RecordBatch, path: &[String]) -> (ArrayRef, Vec<bool>) {
+    let mut array: ArrayRef = batch.column_by_name(&path[0]).unwrap().clone();
+    let mut valid: Vec<bool> = (0..array.len()).map(|i| array.is_valid(i)).collect();
+    for name in &path[1..] {
+        let parent = array
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .unwrap()
+            .clone();
+        array = parent.column_by_name(name).unwrap().clone();
+        for (i, v) in valid.iter_mut().enumerate() {
+            *v = *v && array.is_valid(i);
+        }
+    }
+    (array, valid)
+}
+
+/// Evaluates `predicate` on every row of every file the estimate skips; panics on a match.
+/// Returns (files skipped, file checks) over all predicates.
+fn check(table: &TableView, predicates: &[Predicate]) -> (usize, usize) {
+    let analysis = Analysis::new(table, Some(&[])).unwrap();
+    let mut columns: Vec<ColumnRef> = Vec::new();
+    for p in predicates {
+        for c in p.columns() {
+            let column = ColumnRef::resolve(table, &c).unwrap();
+            if !columns.iter().any(|k| k.name == column.name) {
+                columns.push(column);
+            }
+        }
+    }
+    let rows = read_rows(table, &columns);
+    let (mut skipped, mut checks) = (0, 0);
+    for p in predicates {
+        let keep = analysis.may_match(p).unwrap();
+        for (f, file_rows) in rows.iter().enumerate() {
+            checks += 1;
+            if keep[f] {
+                continue;
+            }
+            skipped += 1;
+            for row in 0..file_rows.len {
+                let value_of =
+                    |path: &[String]| -> delta_layout::Result<(&DataType, Option<&str>)> {
+                        let c = columns
+                            .iter()
+                            .find(|c| c.logical == path)
+                            .expect("a column of the predicate");
+                        Ok((&c.data_type, file_rows.columns[&c.name][row].as_deref()))
+                    };
+                let matched = p.evaluate(&value_of).unwrap();
+                assert_ne!(
+                    matched,
+                    Some(true),
+                    "{}: file {} was skipped for `{p}` but row {row} matches (stats {:?})",
+                    table.display_location(),
+                    table.files[f].path,
+                    table.files[f].stats
+                );
+            }
+        }
+    }
+    (skipped, checks)
+}
+
+/// Random predicates over `columns`, literals drawn from the rows so that matches exist.
+fn random_predicates(
+    table: &TableView,
+    columns: &[ColumnRef],
+    count: usize,
+    seed: u64,
+) -> Vec<Predicate> {
+    let rows = read_rows(table, columns);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let values: Vec<Vec<String>> = columns
+        .iter()
+        .map(|c| {
+            let mut v: Vec<String> = rows
+                .iter()
+                .flat_map(|r| r.columns[&c.name].iter().flatten().cloned())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        })
+        .collect();
+    let literal = |c: &ColumnRef, text: &str| -> Literal {
+        match &c.data_type {
+            DataType::Primitive(
+                deltalake::kernel::PrimitiveType::String
+                | deltalake::kernel::PrimitiveType::Date
+                | deltalake::kernel::PrimitiveType::Timestamp
+                | deltalake::kernel::PrimitiveType::TimestampNtz,
+            ) => Literal::String(text.to_string()),
+            DataType::Primitive(deltalake::kernel::PrimitiveType::Boolean) => {
+                Literal::Bool(text == "true")
+            }
+            _ => Literal::Number(text.to_string()),
+        }
+    };
+    let atom = |rng: &mut StdRng| -> Predicate {
+        let i = rng.random_range(0..columns.len());
+        let c = &columns[i];
+        let column = c.logical.clone();
+        if values[i].is_empty() || rng.random_range(0..8) == 0 {
+            return Predicate::IsNull {
+                column,
+                negated: rng.random(),
+            };
+        }
+        let pick = |rng: &mut StdRng| literal(c, &values[i][rng.random_range(0..values[i].len())]);
+        match rng.random_range(0..4) {
+            0 => Predicate::Between {
+                column,
+                low: pick(rng),
+                high: pick(rng),
+                negated: rng.random_range(0..4) == 0,
+            },
+            1 => Predicate::In {
+                column,
+                values: (0..rng.random_range(1..4)).map(|_| pick(rng)).collect(),
+                negated: rng.random_range(0..4) == 0,
+            },
+            _ => Predicate::Compare {
+                column,
+                op: [
+                    CompareOp::Eq,
+                    CompareOp::NotEq,
+                    CompareOp::Lt,
+                    CompareOp::LtEq,
+                    CompareOp::Gt,
+                    CompareOp::GtEq,
+                ][rng.random_range(0..6)],
+                value: pick(rng),
+            },
+        }
+    };
+    (0..count)
+        .map(|_| {
+            let a = atom(&mut rng);
+            match rng.random_range(0..6) {
+                0 => Predicate::And(Box::new(a), Box::new(atom(&mut rng))),
+                1 => Predicate::Or(Box::new(a), Box::new(atom(&mut rng))),
+                2 => Predicate::Not(Box::new(a)),
+                _ => a,
+            }
+        })
+        .collect()
+}
+
+fn generated(table: &TableView) -> Vec<Predicate> {
+    let analysis = Analysis::new(table, None).unwrap();
+    let options = ReportOptions {
+        queries: 40,
+        ..ReportOptions::default()
+    };
+    analysis
+        .workload(&options, false)
+        .queries
+        .into_iter()
+        .map(|q| q.predicate)
+        .collect()
+}
+
+#[test]
+fn estimate_never_skips_a_matching_file_on_real_tables() {
+    let mut total_skipped = 0;
+    for name in [
+        "all-types-nested",
+        "basic-with-checkpoint",
+        "columnmapping-id-all-types",
+        "columnmapping-name-databricks",
+        "databricks-auto-optimize-dv-cdf",
+        "delta-rs-small-appends",
+        "dv-columnmapping-partitioned",
+        "dv-with-checkpoints",
+        "http-requests-delta-rs",
+        "multipart-checkpoint",
+        "partition-values-all-types",
+        "partitioned-string-null",
+        "removes-with-checkpoint",
+        "schema-evolution-added-column",
+        "special-char-partitions",
+        "stats-columns-vary",
+        "stats-missing-partial",
+        "stats-parsed-only-checkpoint",
+        "timestamp-ntz-partitioned",
+        "v2-checkpoint-databricks",
+        "v2-checkpoint-sidecars",
+        "zorder-optimized",
+    ] {
+        let fixture = Fixture::copy(name);
+        let table = fixture::load(&fixture.location());
+        let analysis = Analysis::new(&table, None).unwrap();
+        let columns = analysis.columns().to_vec();
+        if columns.is_empty() {
+            continue;
+        }
+        let mut predicates = generated(&table);
+        predicates.extend(random_predicates(&table, &columns, 150, 7));
+        let (skipped, checks) = check(&table, &predicates);
+        assert!(checks > 0, "{name}");
+        total_skipped += skipped;
+    }
+    assert!(
+        total_skipped > 1000,
+        "the check must see skipped files: {total_skipped}"
+    );
+}
+
+/// How the writer of a random table records stats.
+#[derive(Clone, Copy)]
+enum Writer {
+    /// Exact bounds; floats leave NaN out (as bounds taken from Parquet statistics do);
+    /// strings cut to 32 characters with the max bumped (Delta Spark).
+    Exact,
+    /// Strings cut to 32 characters with no bump (the protocol's footnote allows it);
+    /// timestamps cut down to milliseconds, NaN as the float max.
+    Truncating,
+}
+
+/// A seeded table: 12 files in partitions p (some null), columns id, x (double with NaN,
+/// -0.0, nulls), s (strings with long shared prefixes, empty, nulls), t (timestamps with
+/// microseconds). Some files have no stats, some lack a column's stats.
+fn random_table(dir: &Path, seed: u64, writer: Writer) -> String {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let root = dir.join(format!("random-{seed}"));
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    let schema = std::sync::Arc::new(Schema::new(vec![
+        Field::new("id", ArrowType::Int64, true),
+        Field::new("x", ArrowType::Float64, true),
+        Field::new("s", ArrowType::Utf8, true),
+        Field::new(
+            "t",
+            ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+    ]));
+    let schema_string = json!({"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": true, "metadata": {}},
+        {"name": "x", "type": "double", "nullable": true, "metadata": {}},
+        {"name": "s", "type": "string", "nullable": true, "metadata": {}},
+        {"name": "t", "type": "timestamp", "nullable": true, "metadata": {}},
+        {"name": "p", "type": "string", "nullable": true, "metadata": {}},
+    ]})
+    .to_string();
+    let mut lines = vec![
+        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}).to_string(),
+        json!({"metaData": {
+            "id": "00000000-0000-0000-0000-000000000002",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string,
+            "partitionColumns": ["p"],
+            "configuration": {},
+            "createdTime": 0,
+        }})
+        .to_string(),
+    ];
+    let prefix = "https://example.com/a/very/long/shared/prefix/";
+    for f in 0..12 {
+        let n = rng.random_range(1..60);
+        let base: i64 = rng.random_range(0..1000);
+        let ids: Vec<Option<i64>> = (0..n)
+            .map(|_| (rng.random_range(0..10) > 0).then(|| base + rng.random_range(0..50)))
+            .collect();
+        let xs: Vec<Option<f64>> = (0..n)
+            .map(|_| match rng.random_range(0..12) {
+                0 => None,
+                1 => Some(f64::NAN),
+                2 => Some(-0.0),
+                _ => Some(f64::from(rng.random_range(-100..100)) / 4.0),
+            })
+            .collect();
+        let ss: Vec<Option<String>> = (0..n)
+            .map(|_| match rng.random_range(0..10) {
+                0 => None,
+                1 => Some(String::new()),
+                2..=5 => Some(format!("{prefix}{}", rng.random_range(0..100))),
+                _ => Some(format!("k{}", rng.random_range(0..100))),
+            })
+            .collect();
+        let ts: Vec<Option<i64>> = (0..n)
+            .map(|_| {
+                (rng.random_range(0..10) > 0)
+                    .then(|| 1_700_000_000_000_000 + rng.random_range(0..5_000_000))
+            })
+            .collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                std::sync::Arc::new(Int64Array::from(ids.clone())),
+                std::sync::Arc::new(Float64Array::from(xs.clone())),
+                std::sync::Arc::new(StringArray::from(ss.clone())),
+                std::sync::Arc::new(
+                    TimestampMicrosecondArray::from(ts.clone()).with_timezone("UTC"),
+                ),
+            ],
+        )
+        .unwrap();
+        let mut buffer = Vec::new();
+        let mut w =
+            deltalake::parquet::arrow::ArrowWriter::try_new(&mut buffer, schema.clone(), None)
+                .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let name = format!("part-{f:05}.parquet");
+        std::fs::write(root.join(&name), &buffer).unwrap();
+
+        let nulls = |v: usize| json!(v);
+        let count_null = |it: &mut dyn Iterator<Item = bool>| it.filter(|b| *b).count();
+        let mut min_values = serde_json::Map::new();
+        let mut max_values = serde_json::Map::new();
+        let mut null_count = serde_json::Map::new();
+        let id_values: Vec<i64> = ids.iter().flatten().copied().collect();
+        if let (Some(lo), Some(hi)) = (id_values.iter().min(), id_values.iter().max()) {
+            min_values.insert("id".into(), json!(lo));
+            max_values.insert("id".into(), json!(hi));
+        }
+        null_count.insert(
+            "id".into(),
+            nulls(count_null(&mut ids.iter().map(Option::is_none))),
+        );
+        let finite: Vec<f64> = xs
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|x| !x.is_nan())
+            .collect();
+        if !finite.is_empty() {
+            let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            min_values.insert("x".into(), json!(lo));
+            let has_nan = xs.iter().flatten().any(|x| x.is_nan());
+            max_values.insert(
+                "x".into(),
+                match writer {
+                    Writer::Truncating if has_nan => json!("NaN"),
+                    _ => json!(hi),
+                },
+            );
+        }
+        null_count.insert(
+            "x".into(),
+            nulls(count_null(&mut xs.iter().map(Option::is_none))),
+        );
+        let strings: Vec<&String> = ss.iter().flatten().collect();
+        if let (Some(lo), Some(hi)) = (strings.iter().min(), strings.iter().max()) {
+            let cut = |s: &str| s.chars().take(32).collect::<String>();
+            min_values.insert("s".into(), json!(cut(lo)));
+            let max = match writer {
+                Writer::Exact if hi.chars().count() > 32 => format!("{}\u{10FFFF}", cut(hi)),
+                _ => cut(hi),
+            };
+            max_values.insert("s".into(), json!(max));
+        }
+        null_count.insert(
+            "s".into(),
+            nulls(count_null(&mut ss.iter().map(Option::is_none))),
+        );
+        let times: Vec<i64> = ts.iter().flatten().copied().collect();
+        if let (Some(lo), Some(hi)) = (times.iter().min(), times.iter().max()) {
+            let fmt = |micros: i64| {
+                let t = chrono::DateTime::from_timestamp_micros(micros).unwrap();
+                t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+            };
+            // Milliseconds, cut down, as Delta Spark writes them.
+            let (lo, hi) = match writer {
+                Writer::Exact => (*lo - lo.rem_euclid(1000), *hi - hi.rem_euclid(1000)),
+                Writer::Truncating => (*lo - lo.rem_euclid(1000), *hi - hi.rem_euclid(1000)),
+            };
+            min_values.insert("t".into(), json!(fmt(lo)));
+            max_values.insert("t".into(), json!(fmt(hi)));
+        }
+        null_count.insert(
+            "t".into(),
+            nulls(count_null(&mut ts.iter().map(Option::is_none))),
+        );
+        // Missing stats: none at all on some files, one column's missing on others.
+        let stats = match rng.random_range(0..6) {
+            0 => None,
+            1 => {
+                min_values.remove("id");
+                max_values.remove("id");
+                Some(json!({"numRecords": n, "minValues": min_values, "maxValues": max_values}))
+            }
+            _ => Some(json!({
+                "numRecords": n,
+                "minValues": min_values,
+                "maxValues": max_values,
+                "nullCount": null_count,
+            })),
+        };
+        let partition: Value = match f % 4 {
+            0 => Value::Null,
+            k => json!(format!("p{k}")),
+        };
+        let mut add = json!({
+            "path": name,
+            "partitionValues": {"p": partition},
+            "size": buffer.len(),
+            "modificationTime": 0,
+            "dataChange": true,
+        });
+        if let Some(stats) = stats {
+            add["stats"] = json!(stats.to_string());
+        }
+        lines.push(json!({ "add": add }).to_string());
+    }
+    std::fs::write(
+        root.join("_delta_log").join(format!("{:020}.json", 0)),
+        lines.join("\n"),
+    )
+    .unwrap();
+    root.display().to_string()
+}
+
+#[test]
+fn estimate_never_skips_a_matching_file_on_random_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut total_skipped = 0;
+    for seed in 0..6 {
+        let writer = if seed % 2 == 0 {
+            Writer::Exact
+        } else {
+            Writer::Truncating
+        };
+        let location = random_table(dir.path(), seed, writer);
+        let table = fixture::load(&location);
+        let analysis = Analysis::new(&table, None).unwrap();
+        let columns = analysis.columns().to_vec();
+        assert_eq!(
+            columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["p", "id", "x", "s", "t"]
+        );
+        let mut predicates = generated(&table);
+        predicates.extend(random_predicates(&table, &columns, 400, seed));
+        let (skipped, _) = check(&table, &predicates);
+        total_skipped += skipped;
+    }
+    assert!(
+        total_skipped > 500,
+        "the check must see skipped files: {total_skipped}"
+    );
+}
+
+/// A hand-made log of files over column `id` with these [min, max] and equal rows (100
+/// each) and sizes (1000 bytes); the data files are not needed by the report.
+fn layout_table(dir: &Path, name: &str, ranges: &[(i64, i64)]) -> String {
+    let root = dir.join(name);
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    let schema_string = json!({"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": true, "metadata": {}},
+    ]})
+    .to_string();
+    let mut lines = vec![
+        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}).to_string(),
+        json!({"metaData": {
+            "id": "00000000-0000-0000-0000-000000000003",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string,
+            "partitionColumns": [],
+            "configuration": {},
+            "createdTime": 0,
+        }})
+        .to_string(),
+    ];
+    for (i, (lo, hi)) in ranges.iter().enumerate() {
+        let stats = json!({"numRecords": 100, "minValues": {"id": lo}, "maxValues": {"id": hi},
+            "nullCount": {"id": 0}});
+        lines.push(
+            json!({"add": {"path": format!("f{i}.parquet"), "partitionValues": {}, "size": 1000,
+                "modificationTime": 0, "dataChange": true, "stats": stats.to_string()}})
+            .to_string(),
+        );
+    }
+    std::fs::write(
+        root.join("_delta_log").join(format!("{:020}.json", 0)),
+        lines.join("\n"),
+    )
+    .unwrap();
+    root.display().to_string()
+}
+
+#[test]
+fn overlap_and_skipping_match_direct_counts_on_hand_made_layouts() {
+    let dir = tempfile::tempdir().unwrap();
+    // Ten files tiling [0, 9999]: depth 1, span 999/9999 each, and a 1% range reads one
+    // file, or two when it straddles a boundary.
+    let sorted: Vec<(i64, i64)> = (0..10).map(|i| (i * 1000, i * 1000 + 999)).collect();
+    let table = fixture::load(&layout_table(dir.path(), "sorted", &sorted));
+    let options = ReportOptions {
+        queries: 400,
+        ..ReportOptions::default()
+    };
+    let report = delta_layout::report::report(&table, &options).unwrap();
+    let id = &report.columns[0];
+    assert_eq!(id.column, "id");
+    assert!((id.overlap_depth_avg.unwrap() - 1.0).abs() < 1e-9, "{id:?}");
+    assert_eq!(id.overlap_depth_max, Some(1));
+    assert!((id.span_avg.unwrap() - 999.0 / 9999.0).abs() < 1e-9);
+    assert_eq!(id.files_min_eq_max, 0);
+    // Direct count: a range covering 1% (100 values) skips 9 of 10 files, or 8 of 10.
+    let range = id.range;
+    assert!(range.skipped_files_fraction_avg > 0.8 && range.skipped_files_fraction_avg <= 0.9);
+    assert!(
+        (range.skipped_files_fraction_avg - range.ideal_skipped_files_fraction_avg).abs() < 0.02
+    );
+    assert!((id.equality.skipped_files_fraction_avg - 0.9).abs() < 1e-9);
+    assert!((range.skipped_bytes_fraction_avg - range.skipped_files_fraction_avg).abs() < 1e-9);
+
+    // The same ten files each covering everything: depth 10, nothing skipped, while the
+    // ideal (sorted on id) still skips about 90%.
+    let shuffled = vec![(0, 9999); 10];
+    let table = fixture::load(&layout_table(dir.path(), "shuffled", &shuffled));
+    let report = delta_layout::report::report(&table, &options).unwrap();
+    let id = &report.columns[0];
+    assert!((id.overlap_depth_avg.unwrap() - 10.0).abs() < 1e-9);
+    assert_eq!(id.overlap_depth_max, Some(10));
+    assert!((id.span_avg.unwrap() - 1.0).abs() < 1e-9);
+    assert_eq!(id.skipped_files_fraction_avg, 0.0);
+    assert!(id.range.ideal_skipped_files_fraction_avg > 0.8);
+
+    // Half overlapping: [0, 10] and [5, 15] with equal rows. A point of the first file
+    // is in both files half the time (depth 1.5); likewise the second: average 1.5.
+    let table = fixture::load(&layout_table(dir.path(), "half", &[(0, 10), (5, 15)]));
+    let report = delta_layout::report::report(&table, &options).unwrap();
+    let id = &report.columns[0];
+    assert!((id.overlap_depth_avg.unwrap() - 1.5).abs() < 1e-9, "{id:?}");
+    assert_eq!(id.overlap_depth_max, Some(2));
+    assert!((id.span_avg.unwrap() - 10.0 / 15.0).abs() < 1e-9);
+}
+
+#[test]
+fn user_predicates_count_files_and_bytes_in_file_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranges: Vec<(i64, i64)> = (0..4).map(|i| (i * 10, i * 10 + 9)).collect();
+    let table = fixture::load(&layout_table(dir.path(), "four", &ranges));
+    let options = ReportOptions {
+        predicates: vec![
+            Predicate::parse("id < 10").unwrap(),
+            Predicate::parse("id BETWEEN 15 AND 25 OR id = 39").unwrap(),
+            Predicate::parse("NOT (id >= 0)").unwrap(),
+            Predicate::parse("id IS NULL").unwrap(),
+        ],
+        ..ReportOptions::default()
+    };
+    let report = delta_layout::report::report(&table, &options).unwrap();
+    let scanned: Vec<(u64, u64, u64, u64)> = report
+        .predicates
+        .iter()
+        .map(|p| {
+            (
+                p.files_scanned,
+                p.files_skipped,
+                p.bytes_scanned,
+                p.bytes_skipped,
+            )
+        })
+        .collect();
+    assert_eq!(
+        scanned,
+        [
+            (1, 3, 1000, 3000),
+            (3, 1, 3000, 1000),
+            (0, 4, 0, 4000),
+            (0, 4, 0, 4000)
+        ]
+    );
+    assert_eq!(
+        report.predicates[1].predicate,
+        "(id BETWEEN 15 AND 25 OR id = 39)"
+    );
+    let bad = ReportOptions {
+        predicates: vec![Predicate::parse("nope = 1").unwrap()],
+        ..ReportOptions::default()
+    };
+    let err = delta_layout::report::report(&table, &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("nope"), "{err}");
+}
