@@ -203,7 +203,7 @@ fn skipping(page: &mut String, report: &LayoutReport, column: &ColumnReport) {
         escape(&column.column),
         report.version
     );
-    let width = PANEL_WIDTH - 140.0;
+    let width = PANEL_WIDTH - 200.0;
     for (i, (name, actual, ideal)) in rows.iter().enumerate() {
         #[expect(clippy::cast_precision_loss, reason = "pixels")]
         let y = i as f64 * 42.0 + 4.0;
