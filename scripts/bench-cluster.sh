@@ -2,8 +2,9 @@
 # Clustering benchmark: TPC-H lineitem (tpchgen, no download) written as FILES small files
 # in random order, then compacted, and clustered with Z-order and Hilbert on 2 and 4 columns,
 # each on a fresh copy, in one run. Prints a markdown table: wall time and peak RSS (also as
-# a ratio to plain compaction), files, rows (must not change), and the average per-file
-# span of each clustering column ((max - min) / the table's range, from the log's stats).
+# a ratio to plain compaction), files, rows (must not change), and per clustering column the
+# `delta-layout report` figures before -> after: average overlap depth and the share of files
+# a 1% range predicate skips, beside the ideal (the same file count sorted on that column).
 #
 # usage: scripts/bench-cluster.sh [SCALE_FACTOR=1] [FILES=600] [TARGET_SIZE=4MiB] [MEMORY_LIMIT]
 set -euo pipefail
@@ -20,44 +21,29 @@ trap 'rm -rf "$work"' EXIT
 extra=()
 [ -n "$memory" ] && extra=(--memory-limit "$memory")
 
-span() { # table, columns...
-  python3 - "$@" <<'PY'
-import json, os, sys, datetime
-root, cols = sys.argv[1], sys.argv[2:]
-active = {}
-log = os.path.join(root, "_delta_log")
-for name in sorted(f for f in os.listdir(log) if f.endswith(".json")):
-    for line in open(os.path.join(log, name)):
-        a = json.loads(line)
-        if "add" in a: active[a["add"]["path"]] = a["add"]
-        if "remove" in a: active.pop(a["remove"]["path"], None)
-def num(v):
-    if isinstance(v, str):
-        return datetime.date.fromisoformat(v[:10]).toordinal()
-    return float(v)
+skipping() { # table, read version, columns...: the report's figures before -> after
+  local table=$1 version=$2; shift 2
+  local cols; cols=$(IFS=,; echo "$*")
+  "$rel/delta-layout" report "$table" --compare "$version" --columns "$cols" --json > "$work/report.json"
+  python3 - "$work/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
 out = []
-for c in cols:
-    b = []
-    for add in active.values():
-        s = json.loads(add.get("stats") or "{}")
-        lo, hi = s.get("minValues", {}).get(c), s.get("maxValues", {}).get(c)
-        if lo is None or hi is None:
-            b = None; break
-        b.append((num(lo), num(hi)))
-    if not b:
-        out.append(f"{c} n/a"); continue
-    g = max(h for _, h in b) - min(l for l, _ in b)
-    out.append(f"{c} {sum(h - l for l, h in b) / len(b) / g:.3f}")
-print(", ".join(out))
+for name, a in r["after"]["columns"].items():
+    b = r["before"]["columns"][name]
+    out.append(f'{name} {b["overlap_depth_avg"]:.1f} -> {a["overlap_depth_avg"]:.1f}, '
+               f'{b["range"]["skipped_files_fraction_avg"]:.0%} -> {a["range"]["skipped_files_fraction_avg"]:.0%} '
+               f'(ideal {a["range"]["ideal_skipped_files_fraction_avg"]:.0%})')
+print("; ".join(out))
 PY
 }
 
 base_wall=""; base_rss=""
-printf '| run | wall s | x compaction | peak RSS MiB | x compaction | files after | rows | spill | avg span per column |\n|---|---|---|---|---|---|---|---|---|\n'
-run() { # name, columns (for spans), optimize args...
+printf '| run | wall s | x compaction | peak RSS MiB | x compaction | files after | rows | spill | per column: overlap depth before -> after, 1% ranges skipped before -> after (ideal) |\n|---|---|---|---|---|---|---|---|---|\n'
+run() { # name, columns (for the report), optimize args...
   local name=$1 cols=$2; shift 2
   rm -rf "$work/t"; cp -r "$work/source" "$work/t"
-  /usr/bin/time -v "$rel/delta-layout" optimize "$work/t" --quiet --json --target-size "$target" "$@" \
+  /usr/bin/time -v "$rel/delta-layout" optimize "$work/t" --quiet --no-report --json --target-size "$target" "$@" \
     > "$work/out.json" 2> "$work/time.txt"
   local wall rss
   wall=$(python3 -c "import json;print(json.load(open('$work/out.json'))['duration_ms']/1000)")
@@ -65,8 +51,9 @@ run() { # name, columns (for spans), optimize args...
   [ -z "$base_wall" ] && base_wall=$wall && base_rss=$rss
   local summary
   summary=$(python3 -c "import json;o=json.load(open('$work/out.json'));print(o['files_added'], o['rows'], o.get('bins_spilled',0), sep='|')")
-  local spans
-  spans=$(span "$work/t" $cols)
+  local spans read_version
+  read_version=$(python3 -c "import json;print(json.load(open('$work/out.json'))['read_version'])")
+  spans=$(skipping "$work/t" "$read_version" $cols)
   printf '| %s | %.1f | %.2f | %s | %.2f | %s | %s |\n' "$name" "$wall" \
     "$(python3 -c "print($wall/$base_wall)")" "$rss" "$(python3 -c "print($rss/$base_rss)")" \
     "$summary" "$spans"

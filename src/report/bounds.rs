@@ -235,6 +235,8 @@ enum Node {
     Not(Box<Node>),
     IsNull(usize),
     Compare(usize, CompareOp, Option<Typed>),
+    /// `low <= column <= high` with both bounds non-null.
+    Between(usize, Typed, Typed),
 }
 
 impl Pruner {
@@ -260,6 +262,13 @@ impl Pruner {
     #[must_use]
     pub fn may_match(&self, bounds: &[&FileBounds]) -> bool {
         self.eval(&self.root, bounds).0
+    }
+
+    fn is_float(&self, column: usize) -> bool {
+        matches!(
+            self.columns[column].data_type,
+            DataType::Primitive(PrimitiveType::Float | PrimitiveType::Double)
+        )
     }
 
     /// (may be true for some row, may be false for some row).
@@ -288,13 +297,22 @@ impl Pruner {
                 if file.all_null {
                     return (false, false);
                 }
-                let float = matches!(
-                    self.columns[*c].data_type,
-                    DataType::Primitive(PrimitiveType::Float | PrimitiveType::Double)
-                );
+                let float = self.is_float(*c);
                 (
                     possible(file, *op, literal, float),
                     possible(file, negate(*op), literal, float),
+                )
+            }
+            Node::Between(c, low, high) => {
+                let file = bounds[*c];
+                if file.all_null {
+                    return (false, false);
+                }
+                let float = self.is_float(*c);
+                (
+                    between_possible(file, low, high, float),
+                    possible(file, CompareOp::Lt, low, float)
+                        || possible(file, CompareOp::Gt, high, float),
                 )
             }
         }
@@ -314,6 +332,24 @@ fn negate(op: CompareOp) -> CompareOp {
 
 /// Whether some non-null value `v` the file may hold has `v op literal`.
 fn possible(file: &FileBounds, op: CompareOp, literal: &Typed, float: bool) -> bool {
+    in_range(file, op, literal) || (float && nan_satisfies(op, literal))
+}
+
+/// Whether NaN (above every number in SQL order) satisfies `NaN op literal`: float bounds
+/// taken from Parquet statistics leave NaN out, so every float file may hold it.
+fn nan_satisfies(op: CompareOp, literal: &Typed) -> bool {
+    let literal_is_nan = matches!(literal, Typed::Float(x) if x.is_nan());
+    match op {
+        CompareOp::Eq | CompareOp::LtEq => literal_is_nan,
+        CompareOp::NotEq | CompareOp::Gt => !literal_is_nan,
+        CompareOp::Lt => false,
+        CompareOp::GtEq => true,
+    }
+}
+
+/// Whether some value of the file's [min, max] (with a cut-off string max, also every
+/// string starting with it) has `v op literal`. Unknown bounds: possible.
+fn in_range(file: &FileBounds, op: CompareOp, literal: &Typed) -> bool {
     use std::cmp::Ordering::{Equal, Greater, Less};
     let (Some(min), Some(upper)) = (&file.min, &file.upper) else {
         return true;
@@ -321,25 +357,24 @@ fn possible(file: &FileBounds, op: CompareOp, literal: &Typed, float: bool) -> b
     let (Some(vs_min), Some(vs_max)) = (literal.compare(min), literal.compare(upper)) else {
         return true;
     };
-    // A cut-off string max: every string starting with it is possible as well.
     let extends = file.max_is_prefix
         && matches!((literal, upper), (Typed::Text(l), Typed::Text(m)) if l.starts_with(m.as_str()));
-    // Parquet-derived float bounds leave NaN out; NaN sorts above everything.
-    let nan = float;
-    let literal_is_nan = matches!(literal, Typed::Float(x) if x.is_nan());
     match op {
-        CompareOp::Eq => {
-            (vs_min != Less && (vs_max != Greater || extends)) || (nan && literal_is_nan)
-        }
-        CompareOp::NotEq => {
-            let single = vs_min == Equal && vs_max == Equal && !file.max_is_prefix;
-            !single || (nan && !literal_is_nan)
-        }
+        CompareOp::Eq => vs_min != Less && (vs_max != Greater || extends),
+        CompareOp::NotEq => !(vs_min == Equal && vs_max == Equal && !file.max_is_prefix),
         CompareOp::Lt => vs_min == Greater,
         CompareOp::LtEq => vs_min != Less,
-        CompareOp::Gt => vs_max == Less || extends || (nan && !literal_is_nan),
-        CompareOp::GtEq => vs_max != Greater || extends || nan,
+        CompareOp::Gt => vs_max == Less || extends,
+        CompareOp::GtEq => vs_max != Greater || extends,
     }
+}
+
+/// Whether some value `v` of the file has `low <= v <= high`: one value must satisfy both
+/// bounds (testing them apart would let NaN pass `>= low` and a small value `<= high`).
+fn between_possible(file: &FileBounds, low: &Typed, high: &Typed, float: bool) -> bool {
+    let ordered = low.compare(high) != Some(std::cmp::Ordering::Greater);
+    (ordered && in_range(file, CompareOp::GtEq, low) && in_range(file, CompareOp::LtEq, high))
+        || (float && matches!(high, Typed::Float(x) if x.is_nan()))
 }
 
 fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) -> Result<Node> {
@@ -381,18 +416,17 @@ fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) 
         } => {
             let c = column_index(column)?;
             let data_type = columns[c].data_type.clone();
-            let node = Node::And(
-                Box::new(Node::Compare(
-                    c,
-                    CompareOp::GtEq,
-                    literal(column, &data_type, low)?,
-                )),
-                Box::new(Node::Compare(
-                    c,
-                    CompareOp::LtEq,
-                    literal(column, &data_type, high)?,
-                )),
-            );
+            let node = match (
+                literal(column, &data_type, low)?,
+                literal(column, &data_type, high)?,
+            ) {
+                (Some(low), Some(high)) => Node::Between(c, low, high),
+                // With a NULL bound it is (x >= low) AND (x <= high): never true.
+                (low, high) => Node::And(
+                    Box::new(Node::Compare(c, CompareOp::GtEq, low)),
+                    Box::new(Node::Compare(c, CompareOp::LtEq, high)),
+                ),
+            };
             if *negated {
                 Node::Not(Box::new(node))
             } else {
@@ -494,5 +528,24 @@ mod tests {
             true
         ));
         assert!(!possible(&floats, CompareOp::Lt, &Typed::Float(1.0), true));
+        // NaN passes `>= 5` but not `<= 6`: one value must pass both.
+        assert!(!between_possible(
+            &floats,
+            &Typed::Float(5.0),
+            &Typed::Float(6.0),
+            true
+        ));
+        assert!(between_possible(
+            &floats,
+            &Typed::Float(1.5),
+            &Typed::Float(6.0),
+            true
+        ));
+        assert!(between_possible(
+            &floats,
+            &Typed::Float(5.0),
+            &Typed::Float(f64::NAN),
+            true
+        ));
     }
 }
