@@ -39,7 +39,7 @@ PY
 }
 
 base_wall=""; base_rss=""
-printf '| run | wall s | x compaction | peak RSS MiB | x compaction | files after | rows | spill | per column: overlap depth before -> after, 1% ranges skipped before -> after (ideal) |\n|---|---|---|---|---|---|---|---|---|\n'
+printf '| run | wall s | x compaction | peak RSS MiB | x compaction | files after | rows | spill | per column: overlap depth before -> after, 1%% ranges skipped before -> after (ideal) |\n|---|---|---|---|---|---|---|---|---|\n'
 run() { # name, columns (for the report), optimize args...
   local name=$1 cols=$2; shift 2
   rm -rf "$work/t"; cp -r "$work/source" "$work/t"

@@ -31,3 +31,6 @@ echo
 echo "== optimize --hilbert on a partitioned table (1,581 HTTP requests written by delta-rs)"
 cp -r testdata/http-requests-delta-rs "$work/http"
 dl optimize "$work/http" --hilbert ClientIP,EdgeStartTimestamp
+echo
+echo "== report: overlap and estimated data skipping, before (version 1) and after the clustering"
+dl report "$work/http" --compare 1 --columns ClientIP,EdgeStartTimestamp,EdgeResponseBytes
