@@ -4,8 +4,9 @@
 //! Rows come from the `tpchgen` crates (no download) and are dealt to the files at random
 //! with a fixed seed, so every file holds a uniform sample of the table (no clustering left
 //! over from generation order). The log is one commit: protocol 1/2, the schema, and an `add`
-//! per file with `numRecords` stats only. Strings are written as Utf8, decimals as
-//! Decimal128(15, 2), dates as Date32.
+//! per file with stats as a Delta writer records them: `numRecords`, `nullCount`, and
+//! `minValues`/`maxValues` of every column but `l_comment` (longer than the 32-character
+//! string prefix). Strings are written as Utf8, decimals as Decimal128(15, 2), dates as Date32.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,6 +32,103 @@ fn delta_type(t: &DataType) -> String {
     }
 }
 
+/// A column's bound in one file, compared within its column's type.
+#[derive(Debug, Clone, PartialEq, PartialOrd)]
+enum Bound {
+    Int(i128),
+    Text(String),
+}
+
+/// Min/max of each column in one file, `None` where not kept.
+type Bounds = Vec<Option<(Bound, Bound)>>;
+
+fn update_bounds(bounds: &mut Bounds, batch: &RecordBatch) {
+    use deltalake::arrow::array::AsArray;
+    use deltalake::arrow::datatypes::{Date32Type, Decimal128Type, Int32Type, Int64Type};
+    if bounds.is_empty() {
+        bounds.resize(batch.num_columns(), None);
+    }
+    for (i, column) in batch.columns().iter().enumerate() {
+        if batch.schema().field(i).name() == "l_comment" {
+            continue;
+        }
+        let pair = match column.data_type() {
+            DataType::Int64 => {
+                let a = column.as_primitive::<Int64Type>();
+                min_max(a.iter().flatten().map(i128::from))
+            }
+            DataType::Int32 => {
+                let a = column.as_primitive::<Int32Type>();
+                min_max(a.iter().flatten().map(i128::from))
+            }
+            DataType::Date32 => {
+                let a = column.as_primitive::<Date32Type>();
+                min_max(a.iter().flatten().map(i128::from))
+            }
+            DataType::Decimal128(..) => {
+                let a = column.as_primitive::<Decimal128Type>();
+                min_max(a.iter().flatten())
+            }
+            DataType::Utf8 => {
+                let a = column.as_string::<i32>();
+                let lo = a.iter().flatten().min().map(|s| Bound::Text(s.to_string()));
+                let hi = a.iter().flatten().max().map(|s| Bound::Text(s.to_string()));
+                lo.zip(hi)
+            }
+            other => panic!("unexpected lineitem type {other}"),
+        };
+        if let Some((lo, hi)) = pair {
+            bounds[i] = Some(match bounds[i].take() {
+                None => (lo, hi),
+                Some((a, b)) => (if lo < a { lo } else { a }, if hi > b { hi } else { b }),
+            });
+        }
+    }
+}
+
+fn min_max(values: impl Iterator<Item = i128>) -> Option<(Bound, Bound)> {
+    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
+    let mut any = false;
+    for v in values {
+        lo = lo.min(v);
+        hi = hi.max(v);
+        any = true;
+    }
+    any.then_some((Bound::Int(lo), Bound::Int(hi)))
+}
+
+fn stats_json(schema: &Schema, bounds: &Bounds, rows: u64) -> String {
+    let (mut min, mut max, mut nulls) = (
+        serde_json::Map::new(),
+        serde_json::Map::new(),
+        serde_json::Map::new(),
+    );
+    for (i, field) in schema.fields().iter().enumerate() {
+        nulls.insert(field.name().clone(), serde_json::json!(0));
+        let Some(Some((lo, hi))) = bounds.get(i) else {
+            continue;
+        };
+        let value = |b: &Bound| match (b, field.data_type()) {
+            (Bound::Int(days), DataType::Date32) => {
+                let date = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()
+                    + chrono::Duration::days(i64::try_from(*days).unwrap());
+                serde_json::json!(date.format("%Y-%m-%d").to_string())
+            }
+            (Bound::Int(v), DataType::Decimal128(_, scale)) => {
+                let text = format!("{}.{:02}", v / 100, (v % 100).abs());
+                assert_eq!(*scale, 2);
+                serde_json::from_str(&text).unwrap()
+            }
+            (Bound::Int(v), _) => serde_json::json!(i64::try_from(*v).unwrap()),
+            (Bound::Text(s), _) => serde_json::json!(s),
+        };
+        min.insert(field.name().clone(), value(lo));
+        max.insert(field.name().clone(), value(hi));
+    }
+    serde_json::json!({"numRecords": rows, "minValues": min, "maxValues": max, "nullCount": nulls})
+        .to_string()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
@@ -48,7 +146,7 @@ fn main() {
     let mut rng = StdRng::seed_from_u64(20_261_129);
     let mut schema: Option<SchemaRef> = None;
     // (partition value, file number) -> writer
-    let mut writers: BTreeMap<(String, usize), (ArrowWriter<std::fs::File>, u64, String)> =
+    let mut writers: BTreeMap<(String, usize), (ArrowWriter<std::fs::File>, u64, String, Bounds)> =
         BTreeMap::new();
     let properties = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
@@ -129,9 +227,10 @@ fn main() {
                 let writer =
                     ArrowWriter::try_new(file, data_schema.clone(), Some(properties.clone()))
                         .unwrap();
-                (writer, 0, path)
+                (writer, 0, path, Vec::new())
             });
             entry.1 += part.num_rows() as u64;
+            update_bounds(&mut entry.3, &part);
             entry.0.write(&part).unwrap();
         }
     }
@@ -154,7 +253,15 @@ fn main() {
         .to_string(),
     ];
     let mut total_rows = 0;
-    for ((value, _), (writer, rows, path)) in writers {
+    let data_schema: Schema = Schema::new(
+        schema
+            .fields()
+            .iter()
+            .filter(|f| Some(f.name()) != partition.as_ref())
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    for ((value, _), (writer, rows, path, bounds)) in writers {
         writer.close().unwrap();
         let size = std::fs::metadata(root.join(&path)).unwrap().len();
         let partition_values = match &partition {
@@ -165,7 +272,7 @@ fn main() {
             serde_json::json!({"add": {
                 "path": path, "partitionValues": partition_values, "size": size,
                 "modificationTime": 0, "dataChange": true,
-                "stats": serde_json::json!({"numRecords": rows}).to_string(),
+                "stats": stats_json(&data_schema, &bounds, rows),
             }})
             .to_string(),
         );
