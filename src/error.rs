@@ -52,6 +52,14 @@ pub enum Error {
         message: String,
     },
 
+    /// `optimize --verify`: the rows written differ from the rows read. Nothing was
+    /// committed and the written files were deleted.
+    #[error("verification failed, nothing was committed: {message}")]
+    VerifyFailed {
+        /// Which partition differs, with both fingerprints.
+        message: String,
+    },
+
     // ---- table state -----------------------------------------------------------------
     /// The location holds no readable Delta table (no `_delta_log`, or an unreadable log).
     #[error("'{table}' is not a readable Delta table")]

@@ -47,5 +47,6 @@ pub mod report;
 pub mod rewrite;
 pub mod size;
 pub mod table;
+pub mod verify;
 
 pub use error::{Error, Result};

@@ -29,6 +29,7 @@ pub struct OptimizeOptions {
     memory_limit_bytes: Option<u64>,
     plan: PlanOptions,
     spill_directory: Option<std::path::PathBuf>,
+    verify: bool,
     threads: usize,
 }
 
@@ -81,6 +82,15 @@ impl OptimizeOptions {
     #[must_use]
     pub fn with_dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
+        self
+    }
+
+    /// Fingerprints the rows read and the rows written, per partition, before committing,
+    /// and refuses to commit on any difference ([`Rewritten::verify`]). Off by default:
+    /// it reads every written file back.
+    #[must_use]
+    pub fn with_verify(mut self, verify: bool) -> Self {
+        self.verify = verify;
         self
     }
 }
@@ -140,6 +150,12 @@ pub async fn optimize(
     let started = Instant::now();
     let table = TableView::load(location, None).await?;
     let rewritten = rewrite(table, options, progress).await?;
+    if options.verify
+        && let Err(e) = rewritten.verify().await
+    {
+        rewritten.abort().await?;
+        return Err(e);
+    }
     let mut outcome = rewritten.commit().await?;
     outcome.duration = started.elapsed();
     Ok(outcome)
@@ -209,6 +225,23 @@ impl Rewritten {
         outcome.bins_spilled = outcomes.iter().filter(|o| o.spilled).count() as u64;
         outcome.duration = started.elapsed();
         Ok(outcome)
+    }
+
+    /// Reads back every written file and checks, per partition, that it holds exactly the
+    /// rows read from the input files (deleted rows excluded), by the fingerprints of
+    /// [`crate::verify`].
+    ///
+    /// # Errors
+    /// [`Error::VerifyFailed`] naming the partition that differs; read errors of the files.
+    pub async fn verify(&self) -> Result<()> {
+        if self.outcomes.is_empty() {
+            return Ok(());
+        }
+        let table = self.table.clone();
+        let outcomes = self.outcomes.clone();
+        tokio::task::spawn_blocking(move || crate::verify::check_rewrite(&table, &outcomes))
+            .await
+            .map_err(|e| Error::Internal(format!("the verify task failed: {e}")))?
     }
 
     /// Deletes the written files without committing.

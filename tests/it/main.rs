@@ -6,3 +6,4 @@ mod commit;
 mod fixture;
 mod report;
 mod rewrite;
+mod verify;

@@ -21,6 +21,29 @@ pub enum Command {
     Optimize(OptimizeArgs),
     /// Report min/max overlap and the estimated data skipping per column, from the log alone.
     Report(ReportArgs),
+    /// Prove two versions hold the same rows (exit code 0), or show they differ (1).
+    Verify(VerifyArgs),
+}
+
+/// `verify` arguments.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Table location: a local path or a URL.
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+    /// Version A (default: the latest).
+    #[arg(long, value_name = "NUM")]
+    pub version: Option<u64>,
+    /// Version B, compared with A.
+    #[arg(long, value_name = "NUM")]
+    pub compare: u64,
+    /// Also check that no two rows share a non-null combination of these top-level columns
+    /// (comma-separated), in each version; duplicates make the exit code 1.
+    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    pub unique: Option<Vec<String>>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `report` arguments.
@@ -173,6 +196,11 @@ pub struct OptimizeArgs {
     /// Skip the before/after report at the end.
     #[arg(long, help_heading = "Output")]
     pub no_report: bool,
+    /// Before committing, read every written file back and check it holds exactly the rows
+    /// read (fingerprints per partition); on any difference commit nothing, delete the
+    /// written files and exit with code 2.
+    #[arg(long, help_heading = "Execution")]
+    pub verify: bool,
     /// Worker threads for the rewrite (0 = one per core).
     #[arg(
         long,

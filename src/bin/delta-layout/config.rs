@@ -106,5 +106,6 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_plan(plan)
         .with_memory_limit(memory_limit)
         .with_threads(args.threads)
-        .with_dry_run(args.dry_run))
+        .with_dry_run(args.dry_run)
+        .with_verify(args.verify))
 }

@@ -1,7 +1,8 @@
 //! The `delta-layout` command: glue between the command line and the library.
 //!
-//! Exit codes: 0 done (also when there was nothing to do), 2 error, 130 cancelled (Ctrl-C or
-//! SIGTERM; nothing committed, written files deleted). Errors print once to stderr, on one
+//! Exit codes: 0 done (also when there was nothing to do), 1 `verify` found a difference or
+//! duplicates, 2 error, 130 cancelled (Ctrl-C or SIGTERM; nothing committed, written files
+//! deleted). Errors print once to stderr, on one
 //! line, as `delta-layout: <error>: <cause>: ...`.
 
 mod args;
@@ -189,6 +190,27 @@ fn run() -> anyhow::Result<ExitCode> {
                     render::report(&mut stdout, &report)?;
                 }
             }
+        }
+        Command::Verify(args) => {
+            let (a, b) = runtime.block_on(async {
+                let a = delta_layout::table::TableView::load(&args.table, args.version).await?;
+                let b =
+                    delta_layout::table::TableView::load(&args.table, Some(args.compare)).await?;
+                Ok::<_, delta_layout::Error>((a, b))
+            })?;
+            let report = {
+                let _guard = runtime.enter();
+                delta_layout::verify::verify(&a, &b, args.unique.as_deref())?
+            };
+            if args.json {
+                serde_json::to_writer_pretty(&mut stdout, &report)?;
+                writeln!(stdout)?;
+            } else {
+                render::verify(&mut stdout, &report)?;
+            }
+            stdout.flush()?;
+            let clean = report.equal && report.duplicates.iter().all(|d| d.duplicated_keys == 0);
+            return Ok(ExitCode::from(if clean { 0 } else { 1 }));
         }
         Command::Optimize(args) => {
             let json = args.json;

@@ -6,6 +6,7 @@ use delta_layout::inspect::InspectReport;
 use delta_layout::optimize::OptimizeOutcome;
 use delta_layout::report::{LayoutReport, ReportComparison};
 use delta_layout::size::format_size;
+use delta_layout::verify::VerifyReport;
 use serde_json::{Value, json};
 
 /// Text form of `inspect`.
@@ -304,4 +305,54 @@ pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> 
     }
     predicates(out, &c.before)?;
     predicates(out, &c.after)
+}
+
+/// Text form of `verify`.
+pub fn verify(out: &mut impl Write, r: &VerifyReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "version {:<6} {} rows, fingerprint {}",
+        r.version_a, r.rows_a, r.fingerprint_a
+    )?;
+    writeln!(
+        out,
+        "version {:<6} {} rows, fingerprint {}",
+        r.version_b, r.rows_b, r.fingerprint_b
+    )?;
+    if r.equal {
+        writeln!(out, "equal: both versions hold the same rows")?;
+    } else {
+        writeln!(
+            out,
+            "DIFFERENT: the versions do not hold the same rows; partitions that differ: {}",
+            if r.partitions_differing.is_empty() {
+                "(none alone; the difference spans partitions)".to_string()
+            } else {
+                r.partitions_differing.join(", ")
+            }
+        )?;
+    }
+    for d in &r.duplicates {
+        if d.duplicated_keys == 0 {
+            writeln!(
+                out,
+                "unique: version {} has no two rows with the same ({})",
+                d.version,
+                d.columns.join(", ")
+            )?;
+        } else {
+            writeln!(
+                out,
+                "DUPLICATES in version {}: {} combinations of ({}) held by more than one row ({} extra rows), e.g.:",
+                d.version,
+                d.duplicated_keys,
+                d.columns.join(", "),
+                d.extra_rows
+            )?;
+            for example in &d.examples {
+                writeln!(out, "  {} x {}", example.key, example.rows)?;
+            }
+        }
+    }
+    Ok(())
 }
