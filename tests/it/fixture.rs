@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// A table copied into a temporary directory (removed on drop).
 pub struct Fixture {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     pub path: PathBuf,
 }
 
@@ -27,7 +27,18 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(name);
         copy_dir(&source, &path);
-        Self { _dir: dir, path }
+        Self {
+            _dir: Some(dir),
+            path,
+        }
+    }
+
+    /// A table at `path` that the caller made (and removes).
+    pub fn at(path: &Path) -> Self {
+        Self {
+            _dir: None,
+            path: path.to_path_buf(),
+        }
     }
 
     pub fn location(&self) -> String {

@@ -3,6 +3,7 @@
 mod cli;
 mod cluster;
 mod commit;
+mod deletion_vectors;
 mod fixture;
 mod report;
 mod rewrite;

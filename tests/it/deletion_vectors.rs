@@ -1,0 +1,241 @@
+//! Deletion vectors of every storage kind (PROTOCOL.md "Deletion Vectors"): inline (`i`),
+//! relative path from a UUID (`u`) and absolute path (`p`), on tables these tests build:
+//! the deleted rows are dropped on rewrite, the `remove` action repeats the descriptor
+//! exactly, and a deletion vector that cannot be read stops the run by name.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use deltalake::arrow::array::{Int64Array, RecordBatch, StringArray};
+use deltalake::arrow::datatypes::{DataType, Field, Schema};
+use serde_json::{Value, json};
+
+use crate::fixture::{Fixture, load, rows};
+
+const Z85: &[u8; 85] =
+    b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+
+/// Z85 (ZeroMQ RFC 32), as Delta encodes inline deletion vectors and UUIDs; input padded
+/// with zeros to a multiple of 4 bytes.
+fn z85(bytes: &[u8]) -> String {
+    let mut padded = bytes.to_vec();
+    while padded.len() % 4 != 0 {
+        padded.push(0);
+    }
+    let mut out = String::new();
+    for chunk in padded.chunks(4) {
+        let mut value = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        let mut digits = [0u8; 5];
+        for d in digits.iter_mut().rev() {
+            *d = Z85[(value % 85) as usize];
+            value /= 85;
+        }
+        out.push_str(std::str::from_utf8(&digits).unwrap());
+    }
+    out
+}
+
+/// CRC-32 (IEEE), the checksum after each deletion vector in a file.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// The serialized deletion vector: magic number, then the portable 64-bit roaring format.
+fn bitmap_bytes(deleted: &[u64]) -> Vec<u8> {
+    let treemap: roaring::RoaringTreemap = deleted.iter().copied().collect();
+    let mut out = 1_681_511_377u32.to_le_bytes().to_vec();
+    treemap.serialize_into(&mut out).unwrap();
+    out
+}
+
+/// A table of one 10-row file (ids 0..9, partition `p=a`) whose rows 1, 4 and 7 are deleted
+/// through a deletion vector stored as `kind`. Returns the descriptor written.
+fn table_with_dv(root: &Path, kind: &str) -> Value {
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    std::fs::create_dir_all(root.join("p=a")).unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("name", DataType::Utf8, true),
+    ]));
+    let ids: Vec<i64> = (0..10).collect();
+    let names: Vec<String> = ids.iter().map(|i| format!("row-{i}")).collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(StringArray::from(names)),
+        ],
+    )
+    .unwrap();
+    let mut buffer = Vec::new();
+    let mut writer =
+        deltalake::parquet::arrow::ArrowWriter::try_new(&mut buffer, schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let data_path = "p=a/part-00000.snappy.parquet";
+    std::fs::write(root.join(data_path), &buffer).unwrap();
+
+    let data = bitmap_bytes(&[1, 4, 7]);
+    let size = data.len();
+    let dv_file = |name: &str| {
+        let mut file = vec![1u8];
+        file.extend_from_slice(&u32::try_from(size).unwrap().to_be_bytes());
+        file.extend_from_slice(&data);
+        file.extend_from_slice(&crc32(&data).to_be_bytes());
+        std::fs::write(root.join(name), file).unwrap();
+    };
+    let descriptor = match kind {
+        "i" => {
+            json!({"storageType": "i", "pathOrInlineDv": z85(&data), "sizeInBytes": size, "cardinality": 3})
+        }
+        "u" => {
+            let uuid = uuid::Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
+            dv_file(&format!("deletion_vector_{uuid}.bin"));
+            json!({"storageType": "u", "pathOrInlineDv": z85(uuid.as_bytes()), "offset": 1,
+                   "sizeInBytes": size, "cardinality": 3})
+        }
+        "p" => {
+            dv_file("elsewhere.bin");
+            let url = url::Url::from_file_path(root.join("elsewhere.bin")).unwrap();
+            json!({"storageType": "p", "pathOrInlineDv": url.as_str(), "offset": 1,
+                   "sizeInBytes": size, "cardinality": 3})
+        }
+        other => panic!("unknown kind {other}"),
+    };
+    let schema_string = json!({"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": true, "metadata": {}},
+        {"name": "name", "type": "string", "nullable": true, "metadata": {}},
+        {"name": "p", "type": "string", "nullable": true, "metadata": {}},
+    ]})
+    .to_string();
+    let stats = json!({"numRecords": 10, "minValues": {"id": 0, "name": "row-0"},
+        "maxValues": {"id": 9, "name": "row-9"}, "nullCount": {"id": 0, "name": 0},
+        "tightBounds": false});
+    let lines = [
+        json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+            "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}),
+        json!({"metaData": {"id": "00000000-0000-0000-0000-0000000000dv",
+            "format": {"provider": "parquet", "options": {}}, "schemaString": schema_string,
+            "partitionColumns": ["p"],
+            "configuration": {"delta.enableDeletionVectors": "true"}, "createdTime": 0}}),
+        json!({"add": {"path": data_path, "partitionValues": {"p": "a"}, "size": buffer.len(),
+            "modificationTime": 0, "dataChange": true, "stats": stats.to_string(),
+            "deletionVector": descriptor}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(
+        root.join("_delta_log/00000000000000000000.json"),
+        text.join("\n"),
+    )
+    .unwrap();
+    descriptor
+}
+
+fn ids(location: &str) -> Vec<String> {
+    rows(location)
+}
+
+#[test]
+fn every_storage_kind_is_applied_and_repeated_in_the_remove() {
+    for kind in ["i", "u", "p"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(format!("dv-{kind}"));
+        let descriptor = table_with_dv(&root, kind);
+        let location = root.display().to_string();
+        // delta-kernel's own scan reads the deletion vector we wrote: 7 rows.
+        let before = ids(&location);
+        assert_eq!(before.len(), 7, "{kind}: {before:?}");
+        assert!(!before.iter().any(|r| r.contains("\"row-4\"")), "{kind}");
+
+        let outcome = crate::fixture::optimize(
+            &location,
+            &delta_layout::optimize::OptimizeOptions::default().with_verify(true),
+        )
+        .unwrap_or_else(|e| panic!("{kind}: {e:#}"));
+        assert_eq!(outcome.version, Some(1), "{kind}: the file is 30% deleted");
+        assert_eq!(outcome.rows, 7, "{kind}");
+        assert_eq!(ids(&location), before, "{kind}: rows changed");
+        let after = load(&location);
+        assert!(after.files.iter().all(|f| f.deletion_vector.is_none()));
+
+        let fixture = Fixture::at(&root);
+        let actions = fixture.commit(1);
+        let removes: Vec<&Value> = actions.iter().filter_map(|a| a.get("remove")).collect();
+        assert_eq!(removes.len(), 1, "{kind}");
+        assert_eq!(
+            removes[0]["deletionVector"], descriptor,
+            "{kind}: descriptor not repeated"
+        );
+    }
+}
+
+#[test]
+fn an_unreadable_deletion_vector_stops_the_run_by_name() {
+    for (kind, break_it) in [("u", "missing"), ("p", "corrupt"), ("i", "garbled")] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("dv");
+        let mut descriptor = table_with_dv(&root, kind);
+        match break_it {
+            "missing" => {
+                for entry in std::fs::read_dir(&root).unwrap() {
+                    let path = entry.unwrap().path();
+                    if path.extension().is_some_and(|e| e == "bin") {
+                        std::fs::remove_file(path).unwrap();
+                    }
+                }
+            }
+            "corrupt" => {
+                let path = root.join("elsewhere.bin");
+                let mut bytes = std::fs::read(&path).unwrap();
+                let n = bytes.len();
+                bytes[n - 6] ^= 0xff;
+                std::fs::write(&path, bytes).unwrap();
+            }
+            _ => {
+                descriptor["pathOrInlineDv"] = json!("not z85 at all ~~~~~~~~~~");
+                let log = root.join("_delta_log/00000000000000000000.json");
+                let text = std::fs::read_to_string(&log).unwrap();
+                let mut lines: Vec<Value> = text
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect();
+                lines[2]["add"]["deletionVector"] = descriptor.clone();
+                let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+                std::fs::write(&log, text.join("\n")).unwrap();
+            }
+        }
+        let fixture = Fixture::at(&root);
+        let listing = fixture.listing();
+        let output = Command::new(env!("CARGO_BIN_EXE_delta-layout"))
+            .args(["optimize", &root.display().to_string(), "--quiet"])
+            .output()
+            .unwrap();
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{kind} {break_it}: {message}"
+        );
+        assert!(
+            message.contains("part-00000.snappy.parquet") && message.contains("deletion vector"),
+            "{kind} {break_it}: {message}"
+        );
+        assert_eq!(
+            fixture.listing(),
+            listing,
+            "{kind} {break_it}: the table changed"
+        );
+    }
+}
