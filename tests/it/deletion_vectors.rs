@@ -20,7 +20,7 @@ const Z85: &[u8; 85] =
 /// with zeros to a multiple of 4 bytes.
 fn z85(bytes: &[u8]) -> String {
     let mut padded = bytes.to_vec();
-    while padded.len() % 4 != 0 {
+    while !padded.len().is_multiple_of(4) {
         padded.push(0);
     }
     let mut out = String::new();
