@@ -23,7 +23,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use deltalake::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
+use deltalake::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, RecordBatch, StringArray, StructArray,
+};
 use deltalake::arrow::datatypes::{
     DataType as ArrowType, Date32Type, Date64Type, Decimal128Type, Float16Type, Float32Type,
     Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, TimeUnit, TimestampMicrosecondType,
@@ -337,9 +339,10 @@ impl RowEncoder {
         let partition = self.partition_bytes(file);
         let mut buffer = Vec::with_capacity(256);
         for batch in batches {
+            let columns = self.resolve(batch, &partition);
             for row in 0..batch.num_rows() {
                 buffer.clear();
-                let has_null = self.encode_row(batch, row, &partition, &mut buffer)?;
+                let has_null = Self::encode_row(&columns, row, &mut buffer)?;
                 f(xxh64(&buffer, 0), has_null);
             }
         }
@@ -357,9 +360,10 @@ impl RowEncoder {
         let partition = self.partition_bytes(file);
         let mut buffer = Vec::with_capacity(256);
         for batch in batches {
+            let columns = self.resolve(batch, &partition);
             for row in 0..batch.num_rows() {
                 buffer.clear();
-                let has_null = self.encode_row(batch, row, &partition, &mut buffer)?;
+                let has_null = Self::encode_row(&columns, row, &mut buffer)?;
                 if !has_null && wanted.contains(&xxh64(&buffer, 0)) {
                     f(buffer.clone());
                 }
@@ -387,28 +391,142 @@ impl RowEncoder {
             .collect()
     }
 
-    fn encode_row(
+    /// The batch's columns, resolved once per batch (typed fast paths for common types).
+    fn resolve<'a>(
         &self,
-        batch: &RecordBatch,
-        row: usize,
-        partition: &[(Vec<u8>, bool)],
-        out: &mut Vec<u8>,
-    ) -> Result<bool> {
+        batch: &'a RecordBatch,
+        partition: &'a [(Vec<u8>, bool)],
+    ) -> Vec<Col<'a>> {
+        self.columns
+            .iter()
+            .enumerate()
+            .map(|(k, (_, source))| match source {
+                Source::Partition(..) => Col::Partition(&partition[k].0, partition[k].1),
+                Source::Data(i) => Col::new(batch.column(*i)),
+            })
+            .collect()
+    }
+
+    fn encode_row(columns: &[Col<'_>], row: usize, out: &mut Vec<u8>) -> Result<bool> {
         let mut has_null = false;
-        for (k, (_, source)) in self.columns.iter().enumerate() {
-            match source {
-                Source::Partition(..) => {
-                    out.extend_from_slice(&partition[k].0);
-                    has_null |= partition[k].1;
-                }
-                Source::Data(i) => {
-                    let array = batch.column(*i);
-                    has_null |= array.is_null(row);
-                    encode_value(array, row, out)?;
-                }
-            }
+        for column in columns {
+            has_null |= column.encode(row, out)?;
         }
         Ok(has_null)
+    }
+}
+
+/// One column of a batch, ready to encode values: the layout of [`encode_value`], with
+/// typed fast paths for the common types.
+enum Col<'a> {
+    Partition(&'a [u8], bool),
+    Int64(&'a PrimitiveArray<Int64Type>),
+    Int32(&'a PrimitiveArray<Int32Type>),
+    Float64(&'a PrimitiveArray<Float64Type>),
+    Decimal(&'a PrimitiveArray<Decimal128Type>, i8),
+    Utf8(&'a StringArray),
+    Date32(&'a PrimitiveArray<Date32Type>),
+    Micros(&'a PrimitiveArray<TimestampMicrosecondType>, u8),
+    Boolean(&'a BooleanArray),
+    Other(&'a ArrayRef),
+}
+
+impl<'a> Col<'a> {
+    fn new(array: &'a ArrayRef) -> Self {
+        match array.data_type() {
+            ArrowType::Int64 => Self::Int64(array.as_primitive()),
+            ArrowType::Int32 => Self::Int32(array.as_primitive()),
+            ArrowType::Float64 => Self::Float64(array.as_primitive()),
+            ArrowType::Decimal128(_, scale) => Self::Decimal(array.as_primitive(), *scale),
+            ArrowType::Utf8 => Self::Utf8(array.as_string()),
+            ArrowType::Date32 => Self::Date32(array.as_primitive()),
+            ArrowType::Timestamp(TimeUnit::Microsecond, tz) => Self::Micros(
+                array.as_primitive(),
+                if tz.is_some() {
+                    TAG_TIMESTAMP
+                } else {
+                    TAG_TIMESTAMP_NTZ
+                },
+            ),
+            ArrowType::Boolean => Self::Boolean(array.as_boolean()),
+            _ => Self::Other(array),
+        }
+    }
+
+    /// Appends the value at `row`; returns whether it is null.
+    fn encode(&self, row: usize, out: &mut Vec<u8>) -> Result<bool> {
+        let head = |out: &mut Vec<u8>, tag: u8, null: bool| {
+            out.push(tag);
+            out.push(u8::from(null));
+            null
+        };
+        Ok(match self {
+            Self::Partition(bytes, null) => {
+                out.extend_from_slice(bytes);
+                *null
+            }
+            Self::Other(array) => {
+                encode_value(array, row, out)?;
+                array.is_null(row)
+            }
+            Self::Int64(a) => {
+                let null = head(out, TAG_INT, a.is_null(row));
+                if !null {
+                    out.extend_from_slice(&i128::from(a.value(row)).to_le_bytes());
+                }
+                null
+            }
+            Self::Int32(a) => {
+                let null = head(out, TAG_INT, a.is_null(row));
+                if !null {
+                    out.extend_from_slice(&i128::from(a.value(row)).to_le_bytes());
+                }
+                null
+            }
+            Self::Float64(a) => {
+                let null = head(out, TAG_FLOAT, a.is_null(row));
+                if !null {
+                    out.extend_from_slice(&normalize_float(a.value(row)).to_bits().to_le_bytes());
+                }
+                null
+            }
+            Self::Decimal(a, scale) => {
+                let null = head(out, TAG_DECIMAL, a.is_null(row));
+                if !null {
+                    out.extend_from_slice(&a.value(row).to_le_bytes());
+                    out.extend_from_slice(&scale.to_le_bytes());
+                }
+                null
+            }
+            Self::Utf8(a) => {
+                let null = head(out, TAG_STRING, a.is_null(row));
+                if !null {
+                    bytes(a.value(row).as_bytes(), out);
+                }
+                null
+            }
+            Self::Date32(a) => {
+                let null = head(out, TAG_DATE, a.is_null(row));
+                if !null {
+                    out.extend_from_slice(&i64::from(a.value(row)).to_le_bytes());
+                }
+                null
+            }
+            Self::Micros(a, tag) => {
+                let null = head(out, *tag, a.is_null(row));
+                if !null {
+                    out.extend_from_slice(&a.value(row).to_le_bytes());
+                }
+                null
+            }
+            Self::Boolean(a) => {
+                let null = head(out, TAG_BOOL, a.is_null(row));
+                if !null {
+                    out.push(u8::from(a.value(row)));
+                }
+                null
+            }
+        })
     }
 }
 
@@ -762,6 +880,38 @@ mod tests {
                 xxh64(&out, 0)
             })
             .collect()
+    }
+
+    #[test]
+    fn typed_fast_paths_encode_as_the_generic_path() {
+        use deltalake::arrow::array::{
+            BooleanArray, Date32Array, Decimal128Array, Int32Array, TimestampMicrosecondArray,
+        };
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![Some(-5), None])),
+            Arc::new(Int32Array::from(vec![Some(7), None])),
+            Arc::new(Float64Array::from(vec![Some(-0.0), None])),
+            Arc::new(
+                Decimal128Array::from(vec![Some(12345), None])
+                    .with_precision_and_scale(10, 2)
+                    .unwrap(),
+            ),
+            Arc::new(StringArray::from(vec![Some("x"), None])),
+            Arc::new(Date32Array::from(vec![Some(19000), None])),
+            Arc::new(TimestampMicrosecondArray::from(vec![Some(1), None]).with_timezone("UTC")),
+            Arc::new(TimestampMicrosecondArray::from(vec![Some(1), None])),
+            Arc::new(BooleanArray::from(vec![Some(true), None])),
+        ];
+        for array in &columns {
+            for row in 0..2 {
+                let (mut fast, mut generic) = (Vec::new(), Vec::new());
+                let null = Col::new(array).encode(row, &mut fast).unwrap();
+                encode_value(array, row, &mut generic).unwrap();
+                assert_eq!(fast, generic, "{}", array.data_type());
+                assert_eq!(null, row == 1);
+                assert!(!matches!(Col::new(array), Col::Other(_)));
+            }
+        }
     }
 
     #[test]
