@@ -242,6 +242,7 @@ fn run() -> anyhow::Result<ExitCode> {
                     ))?;
                     let options = delta_layout::report::ReportOptions {
                         columns: Some(columns),
+                        target_file_bytes: Some(outcome.plan.target_file_bytes),
                         ..Default::default()
                     };
                     Some(delta_layout::report::compare(&before, &after, &options)?)
