@@ -387,6 +387,10 @@ pub fn parse_typed(data_type: &DataType, text: &str) -> Option<Typed> {
     let DataType::Primitive(p) = data_type else {
         return None;
     };
+    // Strings keep their spaces: ' z' < 'a'. Other types forgive surrounding spaces.
+    if matches!(p, PrimitiveType::String | PrimitiveType::Binary) {
+        return Some(Typed::Text(text.to_string()));
+    }
     let text = text.trim();
     match p {
         PrimitiveType::Byte
@@ -396,7 +400,7 @@ pub fn parse_typed(data_type: &DataType, text: &str) -> Option<Typed> {
         PrimitiveType::Float | PrimitiveType::Double | PrimitiveType::Decimal(_) => {
             text.parse::<f64>().ok().map(Typed::Float)
         }
-        PrimitiveType::String | PrimitiveType::Binary => Some(Typed::Text(text.to_string())),
+        PrimitiveType::String | PrimitiveType::Binary => unreachable!("handled above"),
         PrimitiveType::Boolean => match text.to_ascii_lowercase().as_str() {
             "true" => Some(Typed::Bool(true)),
             "false" => Some(Typed::Bool(false)),

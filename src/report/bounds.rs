@@ -237,6 +237,9 @@ enum Node {
     Compare(usize, CompareOp, Option<Typed>),
     /// `low <= column <= high` with both bounds non-null.
     Between(usize, Typed, Typed),
+    /// `column IN (values)`; `None` is a NULL in the list. Evaluated in a loop, so lists
+    /// of any length are safe.
+    In(usize, Vec<Option<Typed>>),
 }
 
 impl Pruner {
@@ -264,11 +267,13 @@ impl Pruner {
         self.eval(&self.root, bounds).0
     }
 
+    /// A float data column: its bounds may leave NaN out. (Partition values are exact.)
     fn is_float(&self, column: usize) -> bool {
-        matches!(
-            self.columns[column].data_type,
-            DataType::Primitive(PrimitiveType::Float | PrimitiveType::Double)
-        )
+        self.columns[column].partition_index.is_none()
+            && matches!(
+                self.columns[column].data_type,
+                DataType::Primitive(PrimitiveType::Float | PrimitiveType::Double)
+            )
     }
 
     /// (may be true for some row, may be false for some row).
@@ -302,6 +307,23 @@ impl Pruner {
                     possible(file, *op, literal, float),
                     possible(file, negate(*op), literal, float),
                 )
+            }
+            Node::In(c, values) => {
+                let file = bounds[*c];
+                if file.all_null {
+                    return (false, false);
+                }
+                let float = self.is_float(*c);
+                let present: Vec<&Typed> = values.iter().flatten().collect();
+                let may_true = present
+                    .iter()
+                    .any(|v| possible(file, CompareOp::Eq, v, float));
+                // False needs a value equal to none of them, and no NULL in the list.
+                let may_false = present.len() == values.len()
+                    && present
+                        .iter()
+                        .all(|v| possible(file, CompareOp::NotEq, v, float));
+                (may_true, may_false)
             }
             Node::Between(c, low, high) => {
                 let file = bounds[*c];
@@ -380,7 +402,7 @@ fn between_possible(file: &FileBounds, low: &Typed, high: &Typed, float: bool) -
 fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) -> Result<Node> {
     let mut column_index = |path: &[String]| -> Result<usize> {
         let column = ColumnRef::resolve(table, path)?;
-        if let Some(i) = columns.iter().position(|c| c.name == column.name) {
+        if let Some(i) = columns.iter().position(|c| c.logical == column.logical) {
             return Ok(i);
         }
         columns.push(column);
@@ -440,18 +462,19 @@ fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) 
         } => {
             let c = column_index(column)?;
             let data_type = columns[c].data_type.clone();
-            let mut node: Option<Node> = None;
-            for value in values {
-                let eq = Node::Compare(c, CompareOp::Eq, literal(column, &data_type, value)?);
-                node = Some(match node {
-                    None => eq,
-                    Some(prev) => Node::Or(Box::new(prev), Box::new(eq)),
+            if values.is_empty() {
+                return Err(Error::InvalidPredicate {
+                    predicate: predicate.to_string(),
+                    message: "IN needs at least one value".into(),
                 });
             }
-            let node = node.ok_or_else(|| Error::InvalidPredicate {
-                predicate: predicate.to_string(),
-                message: "IN needs at least one value".into(),
-            })?;
+            let node = Node::In(
+                c,
+                values
+                    .iter()
+                    .map(|v| literal(column, &data_type, v))
+                    .collect::<Result<_>>()?,
+            );
             if *negated {
                 Node::Not(Box::new(node))
             } else {

@@ -319,9 +319,13 @@ impl<'t> Analysis<'t> {
             Some(names) => {
                 let mut out: Vec<ColumnRef> = Vec::new();
                 for name in names {
-                    let path: Vec<String> = name.split('.').map(str::to_string).collect();
+                    let path: Vec<String> = name
+                        .trim()
+                        .split('.')
+                        .map(|p| p.trim().to_string())
+                        .collect();
                     let column = ColumnRef::resolve(table, &path)?;
-                    if out.iter().any(|c| c.name == column.name) {
+                    if out.iter().any(|c| c.logical == column.logical) {
                         return Err(Error::UnknownColumn {
                             column: name.clone(),
                             message: "is named twice in --columns".into(),
@@ -333,6 +337,11 @@ impl<'t> Analysis<'t> {
             }
             None => default_columns(table, prefix_length),
         };
+        Ok(Self::of_columns(table, columns, prefix_length))
+    }
+
+    /// The analysis of `table` on these resolved columns.
+    fn of_columns(table: &'t TableView, columns: Vec<ColumnRef>, prefix_length: usize) -> Self {
         let bounds: Vec<Vec<FileBounds>> = columns
             .par_iter()
             .map(|c| {
@@ -349,13 +358,13 @@ impl<'t> Analysis<'t> {
             .zip(&bounds)
             .map(|(c, b)| ColumnModel::new(&c.data_type, b, &rows))
             .collect();
-        Ok(Self {
+        Self {
             table,
             columns,
             bounds,
             models,
             prefix_length,
-        })
+        }
     }
 
     /// The resolved columns.
@@ -380,7 +389,7 @@ impl<'t> Analysis<'t> {
             .columns()
             .iter()
             .map(|c| {
-                if self.columns.iter().any(|r| r.name == c.name) {
+                if self.columns.iter().any(|r| r.logical == c.logical) {
                     None
                 } else {
                     Some(
@@ -402,7 +411,7 @@ impl<'t> Analysis<'t> {
                     let i = self
                         .columns
                         .iter()
-                        .position(|r| r.name == c.name)
+                        .position(|r| r.logical == c.logical)
                         .unwrap_or_default();
                     &self.bounds[i]
                 })
@@ -449,12 +458,15 @@ pub fn compare(
 ) -> Result<ReportComparison> {
     options.validate()?;
     let after_analysis = Analysis::new(after, options.columns.as_deref())?;
-    let names: Vec<String> = after_analysis
+    // The same columns in the older version; a column it does not have yet (schema
+    // evolution) is left out of its side.
+    let before_columns: Vec<ColumnRef> = after_analysis
         .columns
         .iter()
-        .map(|c| c.name.clone())
+        .filter_map(|c| ColumnRef::resolve(before, &c.logical).ok())
         .collect();
-    let before_analysis = Analysis::new(before, Some(&names))?;
+    let before_analysis =
+        Analysis::of_columns(before, before_columns, string_prefix_length(before));
     let workload = after_analysis.workload(options, options.columns.is_some());
     let after_report = build(&after_analysis, &workload, options, after.version)?;
     let before_report = build(&before_analysis, &workload, options, after.version)?;
@@ -462,7 +474,13 @@ pub fn compare(
     let columns = after_report
         .columns
         .iter()
-        .zip(&before_report.columns)
+        .filter_map(|a| {
+            let b = before_report
+                .columns
+                .iter()
+                .find(|b| b.column == a.column)?;
+            Some((a, b))
+        })
         .map(|(a, b)| ColumnChange {
             column: a.column.clone(),
             overlap_depth_avg: diff(a.overlap_depth_avg, b.overlap_depth_avg),
@@ -511,10 +529,20 @@ fn build(
     let file_count = table.files.len();
 
     // Evaluate every generated query on this version.
+    // (A query on a column this version lacks is left out: its outcome is never looked up.)
     let outcomes: Vec<Result<QueryOutcome>> = workload
         .queries
         .par_iter()
-        .map(|q| evaluate(analysis, q, &sizes, total_bytes))
+        .map(|q| {
+            if q.columns
+                .iter()
+                .all(|p| analysis.columns.iter().any(|c| &c.logical == p))
+            {
+                evaluate(analysis, q, &sizes, total_bytes)
+            } else {
+                Ok(QueryOutcome::default())
+            }
+        })
         .collect();
     let outcomes: Vec<QueryOutcome> = outcomes.into_iter().collect::<Result<_>>()?;
 
@@ -530,7 +558,7 @@ fn build(
                     .queries
                     .iter()
                     .zip(&outcomes)
-                    .filter(|(q, _)| q.kind == kind && q.columns == [c])
+                    .filter(|(q, _)| q.kind == kind && q.columns == [column.logical.clone()])
                     .map(|(_, o)| o)
                     .collect()
             };
@@ -565,19 +593,26 @@ fn build(
         .collect();
 
     let mut conjunctions = Vec::new();
-    for (a, b) in workload.pairs() {
+    for pair in workload.pairs() {
+        let name = |path: &Vec<String>| {
+            analysis
+                .columns
+                .iter()
+                .find(|c| &c.logical == path)
+                .map(|c| c.name.clone())
+        };
+        let (Some(a), Some(b)) = (name(&pair[0]), name(&pair[1])) else {
+            continue;
+        };
         let of_pair: Vec<&QueryOutcome> = workload
             .queries
             .iter()
             .zip(&outcomes)
-            .filter(|(q, _)| q.kind == QueryKind::Conjunction && q.columns == [a, b])
+            .filter(|(q, _)| q.kind == QueryKind::Conjunction && q.columns == pair.as_slice())
             .map(|(_, o)| o)
             .collect();
         conjunctions.push(ConjunctionReport {
-            columns: [
-                analysis.columns[a].name.clone(),
-                analysis.columns[b].name.clone(),
-            ],
+            columns: [a, b],
             skipping: summarize(&of_pair),
         });
     }
@@ -634,7 +669,7 @@ fn build(
 }
 
 /// One query's result on one version.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct QueryOutcome {
     files_fraction: f64,
     bytes_fraction: f64,

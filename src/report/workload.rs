@@ -34,8 +34,8 @@ pub enum QueryKind {
 pub struct Query {
     /// Its kind.
     pub kind: QueryKind,
-    /// Indices of the report's columns it filters.
-    pub columns: Vec<usize>,
+    /// Logical paths of the columns it filters.
+    pub columns: Vec<Vec<String>>,
     /// The predicate.
     pub predicate: Predicate,
     /// Per column, the quantile interval [low, high] of rows it selects (by the model).
@@ -76,7 +76,7 @@ impl Query {
 pub struct Workload {
     /// Every query, column by column, then pair by pair.
     pub queries: Vec<Query>,
-    pairs: Vec<(usize, usize)>,
+    pairs: Vec<[Vec<String>; 2]>,
 }
 
 impl Workload {
@@ -90,7 +90,7 @@ impl Workload {
         let mut queries = Vec::new();
         let equalities = options.queries / 2;
         let ranges = options.queries - equalities;
-        for (c, (model, column)) in models.iter().zip(columns).enumerate() {
+        for (model, column) in models.iter().zip(columns) {
             if !model.has_data() {
                 continue;
             }
@@ -100,7 +100,7 @@ impl Workload {
                 let (predicate, interval) = equality(model, column, &picker, &mut rng);
                 queries.push(Query {
                     kind: QueryKind::Equality,
-                    columns: vec![c],
+                    columns: vec![column.logical.clone()],
                     predicate,
                     intervals: vec![interval],
                 });
@@ -109,7 +109,7 @@ impl Workload {
                 let (predicate, interval) = range(model, column, options.selectivity, &mut rng);
                 queries.push(Query {
                     kind: QueryKind::Range,
-                    columns: vec![c],
+                    columns: vec![column.logical.clone()],
                     predicate,
                     intervals: vec![interval],
                 });
@@ -122,7 +122,7 @@ impl Workload {
                 .collect();
             for (i, &a) in with_data.iter().enumerate() {
                 for &b in &with_data[i + 1..] {
-                    pair_list.push((a, b));
+                    pair_list.push([columns[a].logical.clone(), columns[b].logical.clone()]);
                     let mut rng = StdRng::seed_from_u64(
                         options.seed
                             ^ fnv(&columns[a].name)
@@ -135,7 +135,7 @@ impl Workload {
                             range(&models[b], &columns[b], options.selectivity, &mut rng);
                         queries.push(Query {
                             kind: QueryKind::Conjunction,
-                            columns: vec![a, b],
+                            columns: vec![columns[a].logical.clone(), columns[b].logical.clone()],
                             predicate: Predicate::And(Box::new(pa), Box::new(pb)),
                             intervals: vec![ia, ib],
                         });
@@ -149,10 +149,10 @@ impl Workload {
         }
     }
 
-    /// The column pairs with conjunctions.
+    /// The column pairs with conjunctions (logical paths).
     #[must_use]
-    pub fn pairs(&self) -> Vec<(usize, usize)> {
-        self.pairs.clone()
+    pub fn pairs(&self) -> &[[Vec<String>; 2]] {
+        &self.pairs
     }
 }
 

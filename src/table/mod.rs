@@ -325,9 +325,9 @@ impl TableView {
         let mut totals = TableTotals::default();
         for file in &self.files {
             totals.files += 1;
-            totals.bytes += file.size_bytes;
+            totals.bytes = totals.bytes.saturating_add(file.size_bytes);
             match file.num_live_rows() {
-                Some(rows) => totals.rows += rows,
+                Some(rows) => totals.rows = totals.rows.saturating_add(rows),
                 None => totals.files_without_row_count += 1,
             }
         }

@@ -432,7 +432,20 @@ fn report_errors_name_the_option_column_or_line() {
     expect_error(
         &fixture,
         &["report", "{}", "--compare", "99"],
-        &["--version", "99"],
+        &["--compare", "99"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--target-size", "0"],
+        &["--target-size"],
+    );
+    // Predicates that parse but do not fit the table name their line.
+    let unknown = dir.path().join("unknown.sql");
+    std::fs::write(&unknown, "\u{feff}date = '2023-04-14'\n\nnope = 1\n").unwrap();
+    expect_error(
+        &fixture,
+        &["report", "{}", "--predicates", unknown.to_str().unwrap()],
+        &["--predicates", "line 3", "nope"],
     );
     let quoted = dir.path().join("type.sql");
     std::fs::write(&quoted, "EdgeResponseBytes = 'abc'\n").unwrap();
@@ -440,5 +453,21 @@ fn report_errors_name_the_option_column_or_line() {
         &fixture,
         &["report", "{}", "--predicates", quoted.to_str().unwrap()],
         &["EdgeResponseBytes", "'abc'"],
+    );
+}
+
+/// The commit is made before the report: a report that cannot be made is a warning.
+#[test]
+fn optimize_report_failures_do_not_fail_a_committed_run() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let output = run(&["optimize", &location, "--quiet", "--columns", "nope"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(text.starts_with("committed version 12"), "{text}");
+    assert!(
+        stderr(&output).contains("report failed"),
+        "{}",
+        stderr(&output)
     );
 }

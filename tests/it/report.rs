@@ -92,7 +92,7 @@ fn check(table: &TableView, predicates: &[Predicate]) -> (usize, usize) {
     for p in predicates {
         for c in p.columns() {
             let column = ColumnRef::resolve(table, &c).unwrap();
-            if !columns.iter().any(|k| k.name == column.name) {
+            if !columns.iter().any(|k| k.logical == column.logical) {
                 columns.push(column);
             }
         }
@@ -343,7 +343,8 @@ fn random_table(dir: &Path, seed: u64, writer: Writer) -> String {
             .map(|_| match rng.random_range(0..10) {
                 0 => None,
                 1 => Some(String::new()),
-                2..=5 => Some(format!("{prefix}{}", rng.random_range(0..100))),
+                2 => Some(format!(" k{}", rng.random_range(0..10))),
+                3..=5 => Some(format!("{prefix}{}", rng.random_range(0..100))),
                 _ => Some(format!("k{}", rng.random_range(0..100))),
             })
             .collect();
@@ -609,6 +610,16 @@ fn user_predicates_count_files_and_bytes_in_file_order() {
             Predicate::parse("id BETWEEN 15 AND 25 OR id = 39").unwrap(),
             Predicate::parse("NOT (id >= 0)").unwrap(),
             Predicate::parse("id IS NULL").unwrap(),
+            // A long IN list is one test per file, not a deep OR chain.
+            Predicate::parse(&format!(
+                "id IN ({})",
+                (100..50_100)
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .unwrap(),
+            Predicate::parse("id IN (5, 35) AND id NOT IN (NULL, 1)").unwrap(),
         ],
         ..ReportOptions::default()
     };
@@ -631,6 +642,8 @@ fn user_predicates_count_files_and_bytes_in_file_order() {
             (1, 3, 1000, 3000),
             (3, 1, 3000, 1000),
             (0, 4, 0, 4000),
+            (0, 4, 0, 4000),
+            (0, 4, 0, 4000),
             (0, 4, 0, 4000)
         ]
     );
@@ -646,4 +659,34 @@ fn user_predicates_count_files_and_bytes_in_file_order() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn compare_leaves_out_columns_an_older_version_lacks() {
+    let fixture = Fixture::copy("schema-evolution-added-column");
+    let location = fixture.location();
+    let after = fixture::load(&location);
+    let before = fixture::runtime()
+        .block_on(TableView::load(&location, Some(0)))
+        .unwrap();
+    let comparison =
+        delta_layout::report::compare(&before, &after, &ReportOptions::default()).unwrap();
+    let after_columns: Vec<&str> = comparison
+        .after
+        .columns
+        .iter()
+        .map(|c| c.column.as_str())
+        .collect();
+    let before_columns: Vec<&str> = comparison
+        .before
+        .columns
+        .iter()
+        .map(|c| c.column.as_str())
+        .collect();
+    assert!(
+        after_columns.len() > before_columns.len(),
+        "{after_columns:?} {before_columns:?}"
+    );
+    assert!(before_columns.iter().all(|c| after_columns.contains(c)));
+    assert_eq!(comparison.columns.len(), before_columns.len());
 }

@@ -38,31 +38,42 @@ fn clustering(args: &OptimizeArgs) -> anyhow::Result<Option<ClusterRequest>> {
 }
 
 /// Builds the library options of `report`, reading the `--predicates` file.
-pub fn report_options(args: &ReportArgs) -> anyhow::Result<ReportOptions> {
-    let predicates = match &args.predicates {
-        None => Vec::new(),
-        Some(path) => read_predicates(path)?,
+///
+/// Also returns the line number of each predicate in its file, for error messages.
+pub fn report_options(args: &ReportArgs) -> anyhow::Result<(ReportOptions, Vec<usize>)> {
+    let (predicates, lines) = match &args.predicates {
+        None => (Vec::new(), Vec::new()),
+        Some(path) => read_predicates(path)?.into_iter().unzip(),
     };
+    let target_file_bytes = size("--target-size", args.target_size.as_deref())?;
+    if target_file_bytes == Some(0) {
+        anyhow::bail!(delta_layout::Error::invalid_option(
+            "--target-size",
+            "must be greater than 0"
+        ));
+    }
     let options = ReportOptions {
         columns: args.columns.clone(),
         queries: args.queries,
         selectivity: args.selectivity,
         seed: args.seed,
         predicates,
-        target_file_bytes: size("--target-size", args.target_size.as_deref())?,
+        target_file_bytes,
     };
     options.validate()?;
-    Ok(options)
+    Ok((options, lines))
 }
 
 /// One predicate per line; blank lines and `#` comments skipped. Errors name the line.
-fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<Predicate>> {
+fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usize)>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         delta_layout::Error::invalid_option(
             "--predicates",
             format!("cannot read '{}': {e}", path.display()),
         )
     })?;
+    // A byte order mark, as some editors write, is not part of the first line.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -75,7 +86,7 @@ fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<Predicate>> {
                 format!("{} line {}: {e}", path.display(), n + 1),
             )
         })?;
-        out.push(predicate);
+        out.push((predicate, n + 1));
     }
     if out.is_empty() {
         anyhow::bail!(delta_layout::Error::invalid_option(

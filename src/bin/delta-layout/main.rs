@@ -84,6 +84,19 @@ fn cancel_on_signal(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) {
     });
 }
 
+/// A version error of a second table load names the option that chose that version.
+fn rename_version_option(error: delta_layout::Error, option: &str) -> delta_layout::Error {
+    match error {
+        delta_layout::Error::InvalidOption { option: o, message } if o == "--version" => {
+            delta_layout::Error::InvalidOption {
+                option: option.to_string(),
+                message,
+            }
+        }
+        other => other,
+    }
+}
+
 fn write_html(path: &std::path::Path, page: &str) -> anyhow::Result<()> {
     std::fs::write(path, page).map_err(|e| {
         anyhow::Error::from(delta_layout::Error::invalid_option(
@@ -145,23 +158,40 @@ fn run() -> anyhow::Result<ExitCode> {
             ))?;
             let report = delta_layout::inspect::inspect(&table, target)?;
             if args.json {
-                serde_json::to_writer_pretty(&mut stdout, &report)?;
-                writeln!(stdout)?;
+                // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
             } else {
                 render::inspect(&mut stdout, &report)?;
             }
         }
         Command::Report(args) => {
-            let options = config::report_options(&args)?;
+            let (options, lines) = config::report_options(&args)?;
             let table = runtime.block_on(delta_layout::table::TableView::load(
                 &args.table,
                 args.version,
             ))?;
+            // Each predicate must fit the table: name its line when it does not.
+            for (predicate, line) in options.predicates.iter().zip(&lines) {
+                delta_layout::report::bounds::Pruner::new(&table, predicate).map_err(|e| {
+                    delta_layout::Error::invalid_option(
+                        "--predicates",
+                        format!(
+                            "{} line {line}: {e}",
+                            args.predicates
+                                .as_deref()
+                                .unwrap_or(std::path::Path::new(""))
+                                .display()
+                        ),
+                    )
+                })?;
+            }
             if let Some(older) = args.compare {
-                let before = runtime.block_on(delta_layout::table::TableView::load(
-                    &args.table,
-                    Some(older),
-                ))?;
+                let before = runtime
+                    .block_on(delta_layout::table::TableView::load(
+                        &args.table,
+                        Some(older),
+                    ))
+                    .map_err(|e| rename_version_option(e, "--compare"))?;
                 let comparison = delta_layout::report::compare(&before, &table, &options)?;
                 if let Some(path) = &args.html {
                     write_html(
@@ -173,8 +203,8 @@ fn run() -> anyhow::Result<ExitCode> {
                     )?;
                 }
                 if args.json {
-                    serde_json::to_writer_pretty(&mut stdout, &comparison)?;
-                    writeln!(stdout)?;
+                    // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+                    writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison)?)?;
                 } else {
                     render::comparison(&mut stdout, &comparison)?;
                 }
@@ -184,8 +214,8 @@ fn run() -> anyhow::Result<ExitCode> {
                     write_html(path, &delta_layout::report::html::render(None, &report))?;
                 }
                 if args.json {
-                    serde_json::to_writer_pretty(&mut stdout, &report)?;
-                    writeln!(stdout)?;
+                    // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+                    writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
                 } else {
                     render::report(&mut stdout, &report)?;
                 }
@@ -194,8 +224,9 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Verify(args) => {
             let (a, b) = runtime.block_on(async {
                 let a = delta_layout::table::TableView::load(&args.table, args.version).await?;
-                let b =
-                    delta_layout::table::TableView::load(&args.table, Some(args.compare)).await?;
+                let b = delta_layout::table::TableView::load(&args.table, Some(args.compare))
+                    .await
+                    .map_err(|e| rename_version_option(e, "--compare"))?;
                 Ok::<_, delta_layout::Error>((a, b))
             })?;
             let report = {
@@ -203,8 +234,8 @@ fn run() -> anyhow::Result<ExitCode> {
                 delta_layout::verify::verify(&a, &b, args.unique.as_deref())?
             };
             if args.json {
-                serde_json::to_writer_pretty(&mut stdout, &report)?;
-                writeln!(stdout)?;
+                // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
             } else {
                 render::verify(&mut stdout, &report)?;
             }
@@ -220,46 +251,76 @@ fn run() -> anyhow::Result<ExitCode> {
             let location = args.table.clone();
             let cancel = Arc::new(AtomicBool::new(false));
             cancel_on_signal(&runtime, cancel.clone());
-            let options = config::optimize_options(args)?.with_cancel(cancel);
+            let options = config::optimize_options(args)?.with_cancel(cancel.clone());
             let progress: Arc<dyn delta_layout::progress::Progress> =
                 progress::BarProgress::new(quiet);
             let outcome = runtime.block_on(delta_layout::optimize::optimize(
                 &location, &options, progress,
             ))?;
-            // The layout before and after, on the clustered (or named) columns.
+            if !json {
+                // The commit line first: the report below may take a while.
+                render::optimize(&mut stdout, &outcome)?;
+                stdout.flush()?;
+            }
+            // The layout before and after, on the clustered (or named) columns. The commit
+            // is made: a failing or cancelled report is a warning, never a failed run.
             let comparison = match outcome.version {
-                Some(version) if with_report => {
+                Some(version) if with_report && !cancel.load(Ordering::SeqCst) => {
                     let columns = report_columns
+                        .clone()
                         .or_else(|| outcome.plan.clustering.as_ref().map(|c| c.columns.clone()))
                         .unwrap_or_default();
-                    let before = runtime.block_on(delta_layout::table::TableView::load(
-                        &location,
-                        Some(outcome.read_version),
-                    ))?;
-                    let after = runtime.block_on(delta_layout::table::TableView::load(
-                        &location,
-                        Some(version),
-                    ))?;
-                    let options = delta_layout::report::ReportOptions {
-                        columns: Some(columns),
-                        target_file_bytes: Some(outcome.plan.target_file_bytes),
-                        ..Default::default()
-                    };
-                    Some(delta_layout::report::compare(&before, &after, &options)?)
+                    let result = runtime.block_on(async {
+                        let before = delta_layout::table::TableView::load(
+                            &location,
+                            Some(outcome.read_version),
+                        )
+                        .await?;
+                        let after =
+                            delta_layout::table::TableView::load(&location, Some(version)).await?;
+                        Ok::<_, delta_layout::Error>((before, after))
+                    });
+                    let result = result.and_then(|(before, after)| {
+                        // Clustering columns without min/max stats (binary) have nothing to
+                        // report; columns named by --columns must all exist.
+                        let columns: Vec<String> = columns
+                            .into_iter()
+                            .filter(|c| {
+                                report_columns.is_some()
+                                    || delta_layout::report::bounds::ColumnRef::resolve(
+                                        &after,
+                                        &c.split('.').map(str::to_string).collect::<Vec<_>>(),
+                                    )
+                                    .is_ok()
+                            })
+                            .collect();
+                        let options = delta_layout::report::ReportOptions {
+                            columns: Some(columns),
+                            target_file_bytes: Some(outcome.plan.target_file_bytes),
+                            ..Default::default()
+                        };
+                        delta_layout::report::compare(&before, &after, &options)
+                    });
+                    match result {
+                        Ok(comparison) => Some(comparison),
+                        Err(e) => {
+                            log::warn!(
+                                "version {version} is committed, but the before/after report failed: {e}"
+                            );
+                            None
+                        }
+                    }
                 }
                 _ => None,
             };
             if json {
                 let mut value = render::optimize_json(&outcome);
                 value["report"] = serde_json::to_value(&comparison)?;
-                serde_json::to_writer_pretty(&mut stdout, &value)?;
+                // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+            } else if let Some(comparison) = &comparison {
                 writeln!(stdout)?;
-            } else {
-                render::optimize(&mut stdout, &outcome)?;
-                if let Some(comparison) = &comparison {
-                    writeln!(stdout)?;
-                    render::comparison(&mut stdout, comparison)?;
-                }
+                render::comparison(&mut stdout, comparison)?;
             }
         }
     }

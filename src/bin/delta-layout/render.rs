@@ -167,6 +167,15 @@ fn percent(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// A skipping share, or "-" when no predicate was evaluated.
+fn share(x: f64, queries: usize) -> String {
+    if queries == 0 {
+        "-".to_string()
+    } else {
+        percent(x)
+    }
+}
+
 fn opt(x: Option<f64>, digits: usize) -> String {
     x.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
 }
@@ -187,11 +196,19 @@ fn workload_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
 fn table_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
     writeln!(
         out,
-        "version {:<6} {} files ({}), {} rows; {} files below the target {}",
+        "version {:<6} {} files ({}), {} rows{}; {} files below the target {}",
         r.version,
         r.files,
         format_size(r.bytes),
         r.rows,
+        if r.files_without_row_count > 0 {
+            format!(
+                " (+ {} files without row counts)",
+                r.files_without_row_count
+            )
+        } else {
+            String::new()
+        },
         r.files_below_target,
         format_size(r.target_file_bytes)
     )
@@ -217,10 +234,13 @@ pub fn report(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
             c.overlap_depth_max
                 .map_or_else(|| "-".into(), |m| m.to_string()),
             opt(c.span_avg, 3),
-            percent(c.range.skipped_files_fraction_avg),
-            percent(c.range.ideal_skipped_files_fraction_avg),
-            percent(c.equality.skipped_files_fraction_avg),
-            percent(c.equality.ideal_skipped_files_fraction_avg),
+            share(c.range.skipped_files_fraction_avg, c.range.queries),
+            share(c.range.ideal_skipped_files_fraction_avg, c.range.queries),
+            share(c.equality.skipped_files_fraction_avg, c.equality.queries),
+            share(
+                c.equality.ideal_skipped_files_fraction_avg,
+                c.equality.queries
+            ),
         )?;
     }
     writeln!(
@@ -267,7 +287,8 @@ pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> 
     table_line(out, &c.before)?;
     table_line(out, &c.after)?;
     if c.after.columns.is_empty() {
-        return Ok(());
+        predicates(out, &c.before)?;
+        return predicates(out, &c.after);
     }
     workload_line(out, &c.after)?;
     writeln!(
@@ -275,7 +296,15 @@ pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> 
         "\n{:<28} {:>17} {:>15} {:>23} {:>23}",
         "column", "depth avg", "span", "range skip (ideal)", "equality skip (ideal)"
     )?;
-    for (b, a) in c.before.columns.iter().zip(&c.after.columns) {
+    for a in &c.after.columns {
+        let Some(b) = c.before.columns.iter().find(|b| b.column == a.column) else {
+            writeln!(
+                out,
+                "{:<28} (not in version {})",
+                a.column, c.before.version
+            )?;
+            continue;
+        };
         writeln!(
             out,
             "{:<28} {:>7} -> {:<7} {:>6} -> {:<6} {:>6} -> {:>6} ({:>6}) {:>6} -> {:>6} ({:>6})",
