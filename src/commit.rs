@@ -20,14 +20,25 @@
 //! 1. removes, or re-adds (a new deletion vector), a file this run rewrote;
 //! 2. changes the table's `metaData` or `protocol`.
 //!
+//! 3. on a table with row tracking, moves the row ID high-water mark (the `baseRowId`s this
+//!    run chose may then be taken).
+//!
 //! Anything else (appends, transactions, domain metadata, removes of other files) does not
 //! conflict, and the commit is retried at the next version, up to [`MAX_COMMIT_ATTEMPTS`].
+//!
+//! # Row tracking
+//! On a table with the `rowTracking` feature (not suspended), each `add` gets a fresh
+//! `baseRowId` above the high-water mark and `defaultRowCommitVersion` = the committed
+//! version, the commit raises the mark in the `delta.rowTracking` domain, and `commitInfo`
+//! carries the tag `delta.rowTracking.preserved` (true when the stable values went into the
+//! materialized columns). Removes repeat the removed file's `baseRowId` and
+//! `defaultRowCommitVersion`.
 
 use std::collections::{HashMap, HashSet};
 
 use chrono::Utc;
 use deltalake::kernel::transaction::TransactionError;
-use deltalake::kernel::{Action, Add, CommitInfo, IsolationLevel, Remove};
+use deltalake::kernel::{Action, Add, CommitInfo, DomainMetadata, IsolationLevel, Remove};
 use deltalake::logstore::{CommitOrBytes, LogStore};
 use serde_json::Value;
 
@@ -150,6 +161,21 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
         "operationMetrics".to_string(),
         metrics.to_operation_metrics(),
     );
+    // Row tracking (PROTOCOL.md "Row Tracking"): fresh baseRowIds above the high-water mark,
+    // and the preserved tag when the stable values went into the materialized columns.
+    let row_tracking = table.row_tracking.as_ref().filter(|r| r.assigns_row_ids());
+    if let Some(settings) = row_tracking {
+        info.insert(
+            "tags".to_string(),
+            serde_json::json!({
+                crate::table::row_tracking::TAG_ROW_TRACKING_PRESERVED:
+                    settings.materialized_columns().is_some().to_string()
+            }),
+        );
+    }
+    let mut next_row_id = row_tracking
+        .and_then(|r| r.high_water_mark)
+        .map_or(0, |mark| mark.saturating_add(1));
     let commit_info = CommitInfo {
         timestamp: Some(now),
         operation: Some("OPTIMIZE".to_string()),
@@ -219,11 +245,27 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
                         .collect()
                 }),
                 deletion_vector: None,
-                base_row_id: None,
-                default_row_commit_version: None,
+                base_row_id: row_tracking.map(|_| next_row_id),
+                // Set to the committed version by `commit`.
+                default_row_commit_version: row_tracking
+                    .map(|_| i64::try_from(table.version + 1).unwrap_or(i64::MAX)),
                 clustering_provider: plan.clustering.as_ref().and_then(|c| c.provider.clone()),
             }));
+            if row_tracking.is_some() {
+                let rows = i64::try_from(written.num_records)
+                    .map_err(|_| Error::Internal("row count over i64".into()))?;
+                next_row_id = next_row_id
+                    .checked_add(rows)
+                    .ok_or_else(|| Error::Internal("row IDs over i64".into()))?;
+            }
         }
+    }
+    if row_tracking.is_some() {
+        out.push(Action::DomainMetadata(DomainMetadata {
+            domain: crate::table::row_tracking::ROW_TRACKING_DOMAIN.to_string(),
+            configuration: serde_json::json!({ "rowIdHighWaterMark": next_row_id - 1 }).to_string(),
+            removed: false,
+        }));
     }
     Ok(out)
 }
@@ -270,7 +312,28 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
         .iter()
         .map(|f| (f.path.as_str(), f.raw_path.as_str()))
         .collect();
-    let bytes = commit_bytes(actions, &raw_paths)?;
+    // Row tracking: `defaultRowCommitVersion` is the version the commit lands at.
+    let tracks_rows = actions
+        .iter()
+        .any(|a| matches!(a, Action::Add(add) if add.default_row_commit_version.is_some()));
+    let at_version = |version: u64| -> Result<bytes::Bytes> {
+        if !tracks_rows {
+            return commit_bytes(actions, &raw_paths);
+        }
+        let v = i64::try_from(version).map_err(|_| Error::Internal("version over i64".into()))?;
+        let patched: Vec<Action> = actions
+            .iter()
+            .map(|a| match a {
+                Action::Add(add) => Action::Add(Add {
+                    default_row_commit_version: Some(v),
+                    ..add.clone()
+                }),
+                other => other.clone(),
+            })
+            .collect();
+        commit_bytes(&patched, &raw_paths)
+    };
+    let mut bytes = at_version(table.version + 1)?;
     let rewritten: HashSet<&str> = actions
         .iter()
         .filter_map(|a| match a {
@@ -292,8 +355,9 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
         {
             Ok(()) => return Ok(version),
             Err(TransactionError::VersionAlreadyExists(_)) => {
-                check_winning_commit(table, log_store, version, &rewritten).await?;
+                check_winning_commit(table, log_store, version, &rewritten, tracks_rows).await?;
                 version += 1;
+                bytes = at_version(version)?;
             }
             Err(e) => {
                 return Err(Error::delta(
@@ -316,6 +380,7 @@ async fn check_winning_commit(
     log_store: &dyn LogStore,
     version: u64,
     rewritten: &HashSet<&str>,
+    tracks_rows: bool,
 ) -> Result<()> {
     let bytes = log_store
         .read_commit_entry(version)
@@ -339,6 +404,17 @@ async fn check_winning_commit(
         }
         if action.get("protocol").is_some() {
             return Err(conflict("changed the table protocol".into()));
+        }
+        if tracks_rows
+            && action
+                .get("domainMetadata")
+                .and_then(|d| d.get("domain"))
+                .and_then(Value::as_str)
+                == Some(crate::table::row_tracking::ROW_TRACKING_DOMAIN)
+        {
+            return Err(conflict(
+                "assigned row IDs, so the ones this run chose may be taken".into(),
+            ));
         }
         for kind in ["remove", "add"] {
             let Some(path) = action

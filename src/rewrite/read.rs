@@ -38,25 +38,39 @@ pub(crate) struct Reader {
     pub table_url: Url,
     pub target_schema: SchemaRef,
     pub column_mapping: ColumnMappingMode,
+    /// Row tracking with materialized columns: the last two columns of `target_schema` are
+    /// the row ID and row commit version, filled for every row (PROTOCOL.md "Row Tracking").
+    pub materialize_row_tracking: bool,
 }
 
 impl Reader {
     /// The reader of `table`'s files, aligned to the physical schema of written files.
     /// Must be called inside a tokio runtime (it keeps its handle).
     pub(crate) fn for_table(table: &TableView) -> Result<Self> {
-        let target_schema = Arc::new(physical_arrow_schema(
+        let mut target_schema = physical_arrow_schema(
             &table.schema,
             table.column_mapping,
             &table.partition_columns,
-        )?);
+        )?;
+        let materialized = table
+            .row_tracking
+            .as_ref()
+            .and_then(crate::table::row_tracking::RowTracking::materialized_columns);
+        if let Some((row_id, commit_version)) = materialized {
+            let mut fields: Vec<FieldRef> = target_schema.fields().iter().cloned().collect();
+            fields.push(Arc::new(Field::new(row_id, ArrowType::Int64, true)));
+            fields.push(Arc::new(Field::new(commit_version, ArrowType::Int64, true)));
+            target_schema = deltalake::arrow::datatypes::Schema::new(fields);
+        }
         let engine = table.log_store.engine(None);
         Ok(Self {
             store: table.log_store.object_store(None),
             runtime: tokio::runtime::Handle::current(),
             storage: engine.storage_handler(),
             table_url: table.location.clone(),
-            target_schema,
+            target_schema: Arc::new(target_schema),
             column_mapping: table.column_mapping,
+            materialize_row_tracking: materialized.is_some(),
         })
     }
 }
@@ -190,6 +204,11 @@ impl Reader {
                     other => other,
                 },
             )?;
+            let aligned = if self.materialize_row_tracking {
+                fill_row_tracking(aligned, file, offset)?
+            } else {
+                aligned
+            };
             let kept = match &deleted {
                 Some(dv) => {
                     let mask: BooleanArray = (offset..offset + rows)
@@ -248,6 +267,51 @@ impl Reader {
             .map_err(|e| bad("has a deletion vector that cannot be read".into(), e))?;
         Ok(Some(treemap))
     }
+}
+
+/// Replaces the last two columns (materialized row ID and row commit version) by every row's
+/// stable values: the materialized value where not null, else `baseRowId` + the row's index
+/// in the file (`first_row` is the batch's first index) and `defaultRowCommitVersion`.
+fn fill_row_tracking(batch: RecordBatch, file: &DataFile, first_row: u64) -> Result<RecordBatch> {
+    use deltalake::arrow::array::{AsArray, Int64Array};
+    use deltalake::arrow::datatypes::Int64Type;
+    let n = batch.num_columns();
+    let (ids, versions) = (
+        batch.column(n - 2).as_primitive::<Int64Type>(),
+        batch.column(n - 1).as_primitive::<Int64Type>(),
+    );
+    let missing = |what: &str| {
+        Error::data_file(
+            &file.path,
+            format!(
+                "has rows without a materialized {what} and its add action has none either, so row tracking cannot be preserved"
+            ),
+        )
+    };
+    let mut row_ids = Vec::with_capacity(batch.num_rows());
+    let mut commit_versions = Vec::with_capacity(batch.num_rows());
+    for row in 0..batch.num_rows() {
+        row_ids.push(if ids.is_valid(row) {
+            ids.value(row)
+        } else {
+            let base = file.base_row_id.ok_or_else(|| missing("row ID"))?;
+            let index = i64::try_from(first_row + row as u64)
+                .map_err(|_| Error::data_file(&file.path, "has too many rows"))?;
+            base.checked_add(index)
+                .ok_or_else(|| Error::data_file(&file.path, "has a baseRowId that overflows"))?
+        });
+        commit_versions.push(if versions.is_valid(row) {
+            versions.value(row)
+        } else {
+            file.default_row_commit_version
+                .ok_or_else(|| missing("row commit version"))?
+        });
+    }
+    let mut columns = batch.columns().to_vec();
+    columns[n - 2] = Arc::new(Int64Array::from(row_ids));
+    columns[n - 1] = Arc::new(Int64Array::from(commit_versions));
+    RecordBatch::try_new(batch.schema(), columns)
+        .map_err(|e| Error::arrow("filling row tracking columns", e))
 }
 
 fn field_id(field: &Field) -> Option<&str> {

@@ -34,7 +34,11 @@ use crate::error::{Error, Result};
 ///   declared clustering columns are the default curve columns; clustered files carry
 ///   `clusteringProvider`, only files of no provider or of delta-layout are reclustered, and
 ///   the `delta.clustering` domain is left as it is (PROTOCOL.md "Clustered Table").
+/// * `rowTracking`: stable row IDs and commit versions are written into the materialized
+///   columns of the new files, which get fresh `baseRowId`s above the high-water mark
+///   (PROTOCOL.md "Row Tracking"; see [`super::row_tracking`]).
 pub const SUPPORTED_FEATURES: &[&str] = &[
+    "rowTracking",
     "clustering",
     "domainMetadata",
     "liquid",
@@ -209,12 +213,9 @@ mod tests {
                 "typeWidening",
             ],
         );
-        assert_eq!(p.unsupported(), ["rowTracking", "typeWidening"]);
+        assert_eq!(p.unsupported(), ["typeWidening"]);
         let err = p.check_writable("t").unwrap_err().to_string();
-        assert!(
-            err.contains("rowTracking") && err.contains("typeWidening"),
-            "{err}"
-        );
+        assert!(err.contains("typeWidening"), "{err}");
         assert_eq!(
             protocol(4, 8, &[], &[]).unsupported(),
             ["minReaderVersion 4", "minWriterVersion 8"]

@@ -10,6 +10,7 @@
 //! "Column Mapping", "Deletion Vectors", "Table Features".
 
 pub mod features;
+pub mod row_tracking;
 pub mod schema;
 pub mod stats;
 
@@ -66,6 +67,9 @@ pub struct TableView {
     /// Table", physical names mapped back), or the older `liquid` feature's
     /// `delta.liquid.clusteringColumns` property. `None` when the table declares none.
     pub clustering_columns: Option<Vec<String>>,
+    /// Row tracking settings and high-water mark, when the table supports the
+    /// `rowTracking` feature.
+    pub row_tracking: Option<row_tracking::RowTracking>,
     /// The log store the view came from, for the edges that read data or commit.
     pub(crate) log_store: LogStoreRef,
 }
@@ -95,6 +99,10 @@ pub struct DataFile {
     pub tags: BTreeMap<String, Option<String>>,
     /// `clusteringProvider`: the clustering implementation that wrote the file, if any.
     pub clustering_provider: Option<String>,
+    /// `baseRowId` (row tracking): the default row ID of the file's first row.
+    pub base_row_id: Option<i64>,
+    /// `defaultRowCommitVersion` (row tracking).
+    pub default_row_commit_version: Option<i64>,
     /// The original `add` action, from which the `remove` action is made.
     pub(crate) add: Add,
 }
@@ -194,6 +202,18 @@ impl TableView {
         };
         let mut view = Self::from_table(location, &table)?;
         view.clustering_columns = view.declared_clustering_columns()?;
+        if view
+            .protocol
+            .effective_features()
+            .iter()
+            .any(|f| f == "rowTracking")
+        {
+            let mut settings = row_tracking::RowTracking::from_properties(&view.properties);
+            let store = view.log_store.object_store(None);
+            settings.high_water_mark =
+                row_tracking::high_water_mark(store.as_ref(), view.version).await?;
+            view.row_tracking = Some(settings);
+        }
         Ok(view)
     }
 
@@ -306,6 +326,7 @@ impl TableView {
         }
         Ok(Self {
             clustering_columns: None,
+            row_tracking: None,
             location: table.table_url().clone(),
             version,
             schema,
@@ -382,6 +403,8 @@ impl DataFile {
             deletion_vector: None,
             tags: BTreeMap::new(),
             clustering_provider: None,
+            base_row_id: None,
+            default_row_commit_version: None,
             add: Add::default(),
         }
     }
@@ -414,6 +437,8 @@ impl DataFile {
             deletion_vector: add.deletion_vector.clone(),
             tags,
             clustering_provider: add.clustering_provider.clone(),
+            base_row_id: add.base_row_id,
+            default_row_commit_version: add.default_row_commit_version,
             add,
         })
     }

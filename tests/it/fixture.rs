@@ -202,6 +202,17 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// Every live row of the table's latest version, read by delta-kernel's own scan, as sorted
 /// canonical strings. A null, an empty string and the string "null" all render differently.
 pub fn rows(location: &str) -> Vec<String> {
+    scan_rows(location, false)
+}
+
+/// As [`rows`], each row with its stable row ID and row commit version as delta-kernel
+/// computes them (PROTOCOL.md "Row Tracking": materialized values, else `baseRowId` + row
+/// index and `defaultRowCommitVersion`), in the columns `row_id` and `row_commit_version`.
+pub fn rows_with_row_ids(location: &str) -> Vec<String> {
+    scan_rows(location, true)
+}
+
+fn scan_rows(location: &str, row_ids: bool) -> Vec<String> {
     let rt = runtime();
     let url = deltalake::table::builder::parse_table_uri(location).unwrap();
     let engine = rt.block_on(async {
@@ -212,8 +223,24 @@ pub fn rows(location: &str) -> Vec<String> {
     let snapshot = delta_kernel::Snapshot::builder_for(root)
         .build(engine.as_ref())
         .unwrap();
-    let scan = snapshot.scan_builder().build().unwrap();
+    let mut builder = snapshot.clone().scan_builder();
+    if row_ids {
+        use delta_kernel::schema::MetadataColumnSpec;
+        // delta-kernel computes stable row IDs; it has no row commit versions yet, so those
+        // are computed below from the file and row index it reports.
+        let schema = snapshot
+            .schema()
+            .add_metadata_column("row_id", MetadataColumnSpec::RowId)
+            .unwrap()
+            .add_metadata_column("row_index", MetadataColumnSpec::RowIndex)
+            .unwrap()
+            .add_metadata_column("file_path", MetadataColumnSpec::FilePath)
+            .unwrap();
+        builder = builder.with_schema(Arc::new(schema));
+    }
+    let scan = builder.build().unwrap();
     let options = FormatOptions::default().with_null("<NULL>");
+    let table = row_ids.then(|| load(location));
     let mut out = Vec::new();
     for data in scan.execute(engine.clone()).unwrap() {
         let batch = ArrowEngineData::try_from_engine_data(data.unwrap())
@@ -228,8 +255,17 @@ pub fn rows(location: &str) -> Vec<String> {
             .collect();
         for row in 0..batch.num_rows() {
             let mut line = String::new();
+            if let Some(table) = &table {
+                line.push_str(&format!(
+                    "row_commit_version={};",
+                    row_commit_version(table, &batch, row)
+                ));
+            }
             for (i, column) in batch.columns().iter().enumerate() {
                 let name = schema.field(i).name();
+                if name == "row_index" || name == "file_path" {
+                    continue;
+                }
                 if column.is_null(row) {
                     line.push_str(&format!("{name}=∅;"));
                 } else {
@@ -244,6 +280,63 @@ pub fn rows(location: &str) -> Vec<String> {
     }
     out.sort();
     out
+}
+
+/// The stable row commit version of `row` (PROTOCOL.md "Row Tracking"): the materialized
+/// value in its data file at its row index when not null, else the file's
+/// `defaultRowCommitVersion`.
+fn row_commit_version(
+    table: &delta_layout::table::TableView,
+    batch: &deltalake::arrow::array::RecordBatch,
+    row: usize,
+) -> i64 {
+    use deltalake::arrow::array::AsArray;
+    use deltalake::arrow::datatypes::Int64Type;
+    let path = batch.column_by_name("file_path").unwrap();
+    let path = deltalake::arrow::compute::cast(path, &deltalake::arrow::datatypes::DataType::Utf8)
+        .unwrap();
+    let path = path.as_string::<i32>().value(row).to_string();
+    let index = batch
+        .column_by_name("row_index")
+        .unwrap()
+        .as_primitive::<Int64Type>()
+        .value(row);
+    let file = table
+        .files
+        .iter()
+        .find(|f| path.ends_with(&f.path))
+        .unwrap_or_else(|| panic!("no file for {path}"));
+    let column = table
+        .property("delta.rowTracking.materializedRowCommitVersionColumnName")
+        .unwrap();
+    let local = url::Url::parse(&path)
+        .ok()
+        .and_then(|u| u.to_file_path().ok())
+        .unwrap_or_else(|| std::path::PathBuf::from(&path));
+    let reader = deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(&local).unwrap(),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let mut offset = 0i64;
+    for data in reader {
+        let data = data.unwrap();
+        let n = i64::try_from(data.num_rows()).unwrap();
+        if index < offset + n {
+            if let Some(values) = data.column_by_name(column) {
+                let values = values.as_primitive::<Int64Type>();
+                let i = usize::try_from(index - offset).unwrap();
+                if values.is_valid(i) {
+                    return values.value(i);
+                }
+            }
+            break;
+        }
+        offset += n;
+    }
+    file.default_row_commit_version
+        .expect("a defaultRowCommitVersion")
 }
 
 pub fn load(location: &str) -> delta_layout::table::TableView {

@@ -7,4 +7,5 @@ mod deletion_vectors;
 mod fixture;
 mod report;
 mod rewrite;
+mod row_tracking;
 mod verify;

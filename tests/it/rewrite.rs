@@ -423,12 +423,17 @@ fn deletion_vectors_over_the_ratio_are_rewritten_alone() {
 
 #[test]
 fn refused_features_are_named_and_nothing_is_written() {
-    let fixture = Fixture::copy("row-tracking-liquid");
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    fixture.write_commit(
+        fixture.next_version(),
+        &[json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+            "readerFeatures": [], "writerFeatures": ["appendOnly", "invariants", "inCommitTimestamp"]}})],
+    );
     let listing = fixture.listing();
     let err = optimize(&fixture.location(), &OptimizeOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("rowTracking"), "{err}");
+    assert!(err.contains("inCommitTimestamp"), "{err}");
     assert_eq!(fixture.listing(), listing);
 }
 
