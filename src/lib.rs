@@ -46,6 +46,7 @@ pub mod progress;
 pub mod report;
 pub mod rewrite;
 pub mod size;
+pub mod sweep;
 pub mod table;
 pub mod verify;
 

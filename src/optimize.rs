@@ -31,6 +31,7 @@ pub struct OptimizeOptions {
     spill_directory: Option<std::path::PathBuf>,
     verify: bool,
     threads: usize,
+    sample: Option<(f64, u64)>,
 }
 
 impl OptimizeOptions {
@@ -82,6 +83,16 @@ impl OptimizeOptions {
     #[must_use]
     pub fn with_dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
+        self
+    }
+
+    /// Keeps a seeded uniform sample of the rows: each live row independently with
+    /// probability `fraction` (by a hash of the file path, the row's index and `seed`, so a
+    /// rerun keeps the same rows). For `sweep` experiments on scratch copies only: the
+    /// rows written are then not the rows read. `None` (the default) keeps every row.
+    #[must_use]
+    pub fn with_sample(mut self, sample: Option<(f64, u64)>) -> Self {
+        self.sample = sample;
         self
     }
 
@@ -307,7 +318,8 @@ pub async fn rewrite(
         plan,
         duration: Duration::ZERO,
     };
-    let reader = Reader::for_table(&table)?;
+    let mut reader = Reader::for_table(&table)?;
+    reader.sample = options.sample;
     if options.dry_run || outcome.plan.is_empty() {
         return Ok(Rewritten {
             table,

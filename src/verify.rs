@@ -172,6 +172,25 @@ fn fingerprint_with(table: &TableView, reader: &FileReader) -> Result<VersionFin
     })
 }
 
+/// The hash of every live row of every file, in [`TableView::files`] order (the row
+/// hashes the fingerprints are made of). Same calling rules as [`fingerprint`].
+///
+/// # Errors
+/// As [`fingerprint`].
+pub fn row_hashes(table: &TableView) -> Result<Vec<Vec<u64>>> {
+    let reader = FileReader::new(table)?;
+    let encoder = RowEncoder::new(table);
+    table
+        .files
+        .par_iter()
+        .map(|file| {
+            let mut hashes = Vec::new();
+            encoder.hash_rows(file, &reader.read(file)?, &mut |h, _| hashes.push(h))?;
+            Ok(hashes)
+        })
+        .collect()
+}
+
 /// Compares two versions (see [`fingerprint`]), reading both at once; with `unique`, also
 /// looks for rows sharing a non-null combination of those columns in each version. Must be
 /// called inside a tokio runtime, from a thread that is not one of its workers.

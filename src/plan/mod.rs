@@ -46,6 +46,7 @@ pub struct PlanOptions {
     max_deleted_ratio: f64,
     min_file_bytes: Option<u64>,
     predicate: Option<String>,
+    rewrite_all: bool,
     target_file_bytes: Option<u64>,
 }
 
@@ -56,6 +57,7 @@ impl Default for PlanOptions {
             max_deleted_ratio: DEFAULT_MAX_DELETED_RATIO,
             min_file_bytes: None,
             predicate: None,
+            rewrite_all: false,
             target_file_bytes: None,
         }
     }
@@ -91,6 +93,15 @@ impl PlanOptions {
     #[must_use]
     pub fn with_predicate(mut self, predicate: Option<String>) -> Self {
         self.predicate = predicate;
+        self
+    }
+
+    /// Rewrites every file of the selected partitions, whatever its size, into files of the
+    /// target size (files larger than the target are split). Off by default; `sweep` uses it
+    /// to build a layout from scratch.
+    #[must_use]
+    pub fn with_rewrite_all(mut self, rewrite_all: bool) -> Self {
+        self.rewrite_all = rewrite_all;
         self
     }
 
@@ -435,7 +446,9 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 .iter()
                 .map(|&i| (i, &table.files[i]))
                 .filter(|(_, f)| {
-                    f.size_bytes < min_file_bytes || f.deleted_ratio() > options.max_deleted_ratio
+                    options.rewrite_all
+                        || f.size_bytes < min_file_bytes
+                        || f.deleted_ratio() > options.max_deleted_ratio
                 })
                 .map(|(i, f)| (i, f.size_bytes))
                 .collect();
@@ -447,7 +460,11 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 .iter()
                 .filter(|&&i| table.files[i].deletion_vector.is_some())
                 .count();
-            if clustering.is_none() && files.len() == 1 && num_deletion_vectors == 0 {
+            if clustering.is_none()
+                && !options.rewrite_all
+                && files.len() == 1
+                && num_deletion_vectors == 0
+            {
                 continue;
             }
             let input_bytes: u64 = files.iter().map(|&i| table.files[i].size_bytes).sum();

@@ -41,6 +41,8 @@ pub(crate) struct Reader {
     /// Row tracking with materialized columns: the last two columns of `target_schema` are
     /// the row ID and row commit version, filled for every row (PROTOCOL.md "Row Tracking").
     pub materialize_row_tracking: bool,
+    /// Keep each live row with this probability, seeded (see `OptimizeOptions::with_sample`).
+    pub sample: Option<(f64, u64)>,
 }
 
 impl Reader {
@@ -71,6 +73,7 @@ impl Reader {
             target_schema: Arc::new(target_schema),
             column_mapping: table.column_mapping,
             materialize_row_tracking: materialized.is_some(),
+            sample: None,
         })
     }
 }
@@ -209,15 +212,21 @@ impl Reader {
             } else {
                 aligned
             };
-            let kept = match &deleted {
-                Some(dv) => {
-                    let mask: BooleanArray = (offset..offset + rows)
-                        .map(|r| Some(!dv.contains(r)))
-                        .collect();
-                    filter_record_batch(&aligned, &mask)
-                        .map_err(|e| Error::arrow("applying a deletion vector", e))?
-                }
-                None => aligned,
+            let kept = if deleted.is_some() || self.sample.is_some() {
+                let path_hash = xxhash_rust::xxh64::xxh64(file.path.as_bytes(), 0);
+                let mask: BooleanArray = (offset..offset + rows)
+                    .map(|r| {
+                        let live = deleted.as_ref().is_none_or(|dv| !dv.contains(r));
+                        let sampled = self
+                            .sample
+                            .is_none_or(|(fraction, seed)| sampled(path_hash ^ seed, r, fraction));
+                        Some(live && sampled)
+                    })
+                    .collect();
+                filter_record_batch(&aligned, &mask)
+                    .map_err(|e| Error::arrow("applying a deletion vector", e))?
+            } else {
+                aligned
             };
             offset += rows;
             if kept.num_rows() > 0 {
@@ -267,6 +276,15 @@ impl Reader {
             .map_err(|e| bad("has a deletion vector that cannot be read".into(), e))?;
         Ok(Some(treemap))
     }
+}
+
+/// Whether row `row` of a file is in a sample of `fraction`: a uniform draw from the hash of
+/// the row index and `key` (file and seed).
+fn sampled(key: u64, row: u64, fraction: f64) -> bool {
+    let h = xxhash_rust::xxh64::xxh64(&row.to_le_bytes(), key);
+    #[expect(clippy::cast_precision_loss, reason = "a uniform draw")]
+    let u = (h >> 11) as f64 / (1u64 << 53) as f64;
+    u < fraction
 }
 
 /// Replaces the last two columns (materialized row ID and row commit version) by every row's

@@ -8,4 +8,5 @@ mod fixture;
 mod report;
 mod rewrite;
 mod row_tracking;
+mod sweep;
 mod verify;

@@ -274,6 +274,9 @@ fn a_concurrent_row_id_assignment_aborts_the_commit() {
     let err = rt.block_on(rewritten.commit()).unwrap_err().to_string();
     assert!(err.contains("row IDs"), "{err}");
     for path in written {
-        assert!(!fixture.path.join(path).exists(), "written files are deleted");
+        assert!(
+            !fixture.path.join(path).exists(),
+            "written files are deleted"
+        );
     }
 }

@@ -23,6 +23,58 @@ pub enum Command {
     Report(ReportArgs),
     /// Prove two versions hold the same rows (exit code 0), or show they differ (1).
     Verify(VerifyArgs),
+    /// Try layouts and target file sizes on scratch copies and compare them, table untouched.
+    Sweep(SweepArgs),
+}
+
+/// `sweep` arguments.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Table location: a local path.
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+    /// Target file sizes to try (comma-separated; units: 4MiB, 1GB, or bytes).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', required = true)]
+    pub target_sizes: Vec<String>,
+    /// A layout to try (repeatable): compact, zorder:COLS or hilbert:COLS. Defaults to
+    /// compact, plus zorder: and hilbert: on the table's clustering columns or --columns.
+    #[arg(long = "layout", value_name = "SPEC")]
+    pub layouts: Vec<String>,
+    /// Columns the generated predicates filter (comma-separated); default: the curve
+    /// columns of the layouts, else the table's clustering columns, else every column with stats.
+    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+    /// Build from a seeded uniform sample of this share of the rows, in (0, 1]; target sizes
+    /// are scaled by it. Default: every row up to 1 GiB of data, then a sample of about 1 GiB.
+    #[arg(long, value_name = "F")]
+    pub sample: Option<f64>,
+    /// Directory for the scratch tables (default: the temporary directory); removed after.
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<std::path::PathBuf>,
+    /// Predicates to measure instead of generated ones (one per line, as report --predicates).
+    #[arg(long, value_name = "FILE")]
+    pub predicates: Option<std::path::PathBuf>,
+    /// Generated predicates per column (as report).
+    #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_QUERIES)]
+    pub queries: usize,
+    /// Share of rows a generated range covers (as report).
+    #[arg(long, value_name = "F", default_value_t = delta_layout::report::DEFAULT_SELECTIVITY)]
+    pub selectivity: f64,
+    /// Seed of the predicates, the sample and the rows an update touches.
+    #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Memory a clustering build may buffer (as optimize).
+    #[arg(long, value_name = "SIZE")]
+    pub memory_limit: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML page with charts to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `verify` arguments.

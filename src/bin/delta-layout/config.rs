@@ -8,7 +8,7 @@ use delta_layout::plan::{DEFAULT_MAX_DELETED_RATIO, PlanOptions};
 use delta_layout::predicate::Predicate;
 use delta_layout::report::ReportOptions;
 
-use crate::args::{OptimizeArgs, ReportArgs};
+use crate::args::{OptimizeArgs, ReportArgs, SweepArgs};
 
 /// Parses an optional size flag.
 pub fn size(flag: &str, text: Option<&str>) -> anyhow::Result<Option<u64>> {
@@ -119,4 +119,64 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_threads(args.threads)
         .with_dry_run(args.dry_run)
         .with_verify(args.verify))
+}
+
+/// Builds the library options of `sweep` (the cancel flag is set by the caller).
+pub fn sweep_options(
+    args: &SweepArgs,
+    clustering_columns: Option<&[String]>,
+) -> anyhow::Result<delta_layout::sweep::SweepOptions> {
+    use delta_layout::sweep::Layout;
+    let mut target_sizes = Vec::new();
+    for text in &args.target_sizes {
+        let bytes = delta_layout::size::parse_size("--target-sizes", text.trim())?;
+        if bytes == 0 {
+            anyhow::bail!(delta_layout::Error::invalid_option(
+                "--target-sizes",
+                "every size must be greater than 0"
+            ));
+        }
+        target_sizes.push(bytes);
+    }
+    let mut layouts = args
+        .layouts
+        .iter()
+        .map(|spec| Layout::parse(spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    if layouts.is_empty() {
+        layouts.push(Layout::Compact);
+        if let Some(columns) = args.columns.as_deref().or(clustering_columns) {
+            for curve in [
+                delta_layout::curve::Curve::ZOrder,
+                delta_layout::curve::Curve::Hilbert,
+            ] {
+                layouts.push(Layout::Curve {
+                    curve,
+                    columns: columns.to_vec(),
+                });
+            }
+        }
+    }
+    let predicates = match &args.predicates {
+        None => Vec::new(),
+        Some(path) => read_predicates(path)?.into_iter().map(|(p, _)| p).collect(),
+    };
+    let report = ReportOptions {
+        columns: args.columns.clone(),
+        queries: args.queries,
+        selectivity: args.selectivity,
+        seed: args.seed,
+        predicates,
+        target_file_bytes: None,
+    };
+    report.validate()?;
+    Ok(delta_layout::sweep::SweepOptions {
+        target_sizes,
+        layouts,
+        sample: args.sample,
+        scratch: args.scratch.clone(),
+        report,
+        memory_limit_bytes: size("--memory-limit", args.memory_limit.as_deref())?,
+        cancel: std::sync::Arc::default(),
+    })
 }

@@ -221,6 +221,30 @@ fn run() -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::Sweep(args) => {
+            let table =
+                runtime.block_on(delta_layout::table::TableView::load(&args.table, None))?;
+            let mut options = config::sweep_options(&args, table.clustering_columns.as_deref())?;
+            drop(table);
+            let cancel = Arc::new(AtomicBool::new(false));
+            cancel_on_signal(&runtime, cancel.clone());
+            options.cancel = cancel;
+            if !args.quiet && !args.json {
+                log::set_max_level(log::LevelFilter::Info);
+            }
+            let progress: Arc<dyn delta_layout::progress::Progress> =
+                progress::BarProgress::new(args.quiet);
+            let report =
+                runtime.block_on(delta_layout::sweep::sweep(&args.table, &options, progress))?;
+            if let Some(path) = &args.html {
+                write_html(path, &delta_layout::sweep::html(&report))?;
+            }
+            if args.json {
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+            } else {
+                render::sweep(&mut stdout, &report)?;
+            }
+        }
         Command::Verify(args) => {
             let (a, b) = runtime.block_on(async {
                 let a = delta_layout::table::TableView::load(&args.table, args.version).await?;

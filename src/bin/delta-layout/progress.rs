@@ -17,13 +17,19 @@ pub static LOGGER: Logger = Logger;
 
 impl log::Log for Logger {
     fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Warn
+        metadata.level() <= log::max_level()
     }
     fn log(&self, record: &log::Record<'_>) {
         if !self.enabled(record.metadata()) {
             return;
         }
-        let print = || eprintln!("delta-layout: warning: {}", record.args());
+        // Warnings say so; info lines (sweep progress, shown unless --quiet) do not.
+        let kind = if record.level() <= log::Level::Warn {
+            "warning: "
+        } else {
+            ""
+        };
+        let print = || eprintln!("delta-layout: {kind}{}", record.args());
         match BAR.get() {
             Some(bar) => bar.suspend(print),
             None => print(),

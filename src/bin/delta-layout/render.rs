@@ -6,6 +6,7 @@ use delta_layout::inspect::InspectReport;
 use delta_layout::optimize::OptimizeOutcome;
 use delta_layout::report::{LayoutReport, ReportComparison};
 use delta_layout::size::format_size;
+use delta_layout::sweep::SweepReport;
 use delta_layout::verify::VerifyReport;
 use serde_json::{Value, json};
 
@@ -384,4 +385,78 @@ pub fn verify(out: &mut impl Write, r: &VerifyReport) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Text form of `sweep`: one row per combination, Pareto-best marked with `*`.
+pub fn sweep(out: &mut impl Write, r: &SweepReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "table      {} (version {}), {} rows, {}",
+        r.table,
+        r.version,
+        r.rows,
+        format_size(r.bytes)
+    )?;
+    if r.sample_fraction < 1.0 {
+        writeln!(
+            out,
+            "sample     {:.4} of the rows; each target size was simulated as size x {:.4}, so file counts match the full table",
+            r.sample_fraction, r.sample_fraction
+        )?;
+    }
+    writeln!(
+        out,
+        "workload   {} predicates per combination on {} (drawn from the first layout built)\n",
+        r.combinations.first().map_or(0, |c| c.queries),
+        if r.columns.is_empty() {
+            "-".to_string()
+        } else {
+            r.columns.join(", ")
+        }
+    )?;
+    writeln!(
+        out,
+        "  {:<40} {:>10} {:>7} {:>10} {:>10} {:>10} {:>12} {:>12} {:>13} {:>13} {:>8}",
+        "layout",
+        "target",
+        "files",
+        "mean",
+        "p10",
+        "p90",
+        "files/query",
+        "bytes/query",
+        "update 0.1%",
+        "update 1%",
+        "build s"
+    )?;
+    for c in &r.combinations {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "display"
+        )]
+        let scanned = c.bytes_scanned_avg as u64;
+        let build_s = std::time::Duration::from_millis(c.build_ms).as_secs_f64();
+        writeln!(
+            out,
+            "{} {:<40} {:>10} {:>7} {:>10} {:>10} {:>10} {:>12.1} {:>12} {:>13} {:>13} {:>8.1}",
+            if c.pareto { "*" } else { " " },
+            c.layout,
+            format_size(c.target_file_bytes),
+            c.files,
+            format_size(c.mean_file_bytes),
+            format_size(c.p10_file_bytes),
+            format_size(c.p90_file_bytes),
+            c.files_scanned_avg,
+            format_size(scanned),
+            format_size(c.rewrite_bytes_0_1pct),
+            format_size(c.rewrite_bytes_1pct),
+            build_s
+        )?;
+    }
+    writeln!(
+        out,
+        "\n* Pareto-best: no other combination has as few files, scans as few bytes and rewrites as few bytes for 1% of rows, and fewer in one.\n  update: bytes of the files an UPDATE/MERGE of that share of rows (chosen at random) would rewrite.\n  swept in {:.1}s",
+        std::time::Duration::from_millis(r.duration_ms).as_secs_f64()
+    )
 }

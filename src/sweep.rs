@@ -1,0 +1,769 @@
+//! `sweep`: file-size and layout tuning experiments that never touch the table.
+//!
+//! For each layout (`compact`, `zorder:COLS`, `hilbert:COLS`) and each target file size, the
+//! table's rows (or a seeded uniform sample of them) are laid out in a scratch table, and the
+//! layout is measured: files and their sizes, the estimated skipping of one shared workload
+//! (the report's generated predicates, drawn from the first combination built, or the user's
+//! own), and the estimated write amplification of a MERGE or UPDATE: the bytes of the files
+//! holding 0.1% and 1% of the rows chosen at random (by row hash and seed, so the same rows in
+//! every layout).
+//!
+//! **Scratch tables.** A scratch table has a log of its own (the source's schema,
+//! partitioning and properties in one commit whose `add` actions are the source's) and
+//! symbolic links to the source's data and deletion vector files, so nothing is copied and
+//! nothing of the source is ever written: new files go into the scratch directory's own
+//! (real) partition directories. Each combination is built with `optimize` (every file
+//! rewritten, at the target size; curves with `full`), measured, then removed. The scratch
+//! root (a temporary directory unless `--scratch`) is removed at the end, on failure, and on
+//! Ctrl-C. Scratch tables leave out row tracking and clustering metadata: they only serve to
+//! measure layouts.
+//!
+//! **Sampling.** With a sample of fraction f, each row is kept with probability f, and a
+//! target size T is simulated with T x f, so file counts match what the full table would get.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::curve::Curve;
+use crate::error::{Error, Result};
+use crate::optimize::{OptimizeOptions, optimize};
+use crate::plan::PlanOptions;
+use crate::plan::cluster::ClusterRequest;
+use crate::predicate::Predicate;
+use crate::progress::Progress;
+use crate::report::{Analysis, ReportOptions};
+use crate::table::TableView;
+
+/// Without `--sample`, tables up to this many bytes are swept whole; larger ones are
+/// sampled down to about this size.
+pub const DEFAULT_FULL_SWEEP_BYTES: u64 = 1 << 30;
+/// Shares of rows whose update the write-amplification estimate simulates.
+pub const UPDATE_FRACTIONS: [f64; 2] = [0.001, 0.01];
+
+/// One layout to try.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Layout {
+    /// Bin-packing only, every file rewritten at the target size.
+    Compact,
+    /// Clustered along a curve over these columns.
+    Curve {
+        /// The curve.
+        #[serde(skip)]
+        curve: Curve,
+        /// The columns.
+        columns: Vec<String>,
+    },
+}
+
+impl Layout {
+    /// Parses `compact`, `zorder:a,b` or `hilbert:a,b,c`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming `--layout`.
+    pub fn parse(spec: &str) -> Result<Self> {
+        let spec = spec.trim();
+        if spec.eq_ignore_ascii_case("compact") {
+            return Ok(Self::Compact);
+        }
+        let bad = || {
+            Error::invalid_option(
+                "--layout",
+                format!("'{spec}' is not compact, zorder:COLS or hilbert:COLS"),
+            )
+        };
+        let (kind, columns) = spec.split_once(':').ok_or_else(bad)?;
+        let curve = match kind.trim().to_ascii_lowercase().as_str() {
+            "zorder" => Curve::ZOrder,
+            "hilbert" => Curve::Hilbert,
+            _ => return Err(bad()),
+        };
+        let columns: Vec<String> = columns
+            .split(',')
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect();
+        if columns.is_empty() {
+            return Err(bad());
+        }
+        Ok(Self::Curve { curve, columns })
+    }
+
+    /// The spec form: `compact`, `zorder:a,b`.
+    #[must_use]
+    pub fn name(&self) -> String {
+        match self {
+            Self::Compact => "compact".into(),
+            Self::Curve { curve, columns } => format!(
+                "{}:{}",
+                crate::plan::cluster::curve_name(*curve),
+                columns.join(",")
+            ),
+        }
+    }
+}
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// Target file sizes to try, bytes.
+    pub target_sizes: Vec<u64>,
+    /// Layouts to try, in order.
+    pub layouts: Vec<Layout>,
+    /// Share of rows to sample, in (0, 1]; `None`: every row up to
+    /// [`DEFAULT_FULL_SWEEP_BYTES`], then a sample of about that size.
+    pub sample: Option<f64>,
+    /// Where scratch tables go (a temporary directory when `None`). Must not be inside the
+    /// table.
+    pub scratch: Option<PathBuf>,
+    /// The workload (`queries`, `selectivity`, `seed`, `predicates`, `columns`).
+    pub report: ReportOptions,
+    /// Memory a clustering build may buffer (`--memory-limit`).
+    pub memory_limit_bytes: Option<u64>,
+    /// Set to stop between and inside builds.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// The figures of one layout at one target size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Combination {
+    /// The layout, as its spec.
+    pub layout: String,
+    /// The target file size asked for, bytes.
+    pub target_file_bytes: u64,
+    /// The target the build used (target x sample fraction), bytes.
+    pub simulated_target_bytes: u64,
+    /// Files of the layout.
+    pub files: u64,
+    /// Their total size, bytes.
+    pub bytes: u64,
+    /// Mean file size, bytes.
+    pub mean_file_bytes: u64,
+    /// 10th percentile file size (nearest rank), bytes.
+    pub p10_file_bytes: u64,
+    /// 90th percentile file size, bytes.
+    pub p90_file_bytes: u64,
+    /// Predicates evaluated.
+    pub queries: usize,
+    /// Average files scanned per predicate.
+    pub files_scanned_avg: f64,
+    /// Average bytes scanned per predicate.
+    pub bytes_scanned_avg: f64,
+    /// Average rows in the scanned files per predicate.
+    pub rows_scanned_avg: f64,
+    /// Bytes of the files holding 0.1% of the rows, chosen at random.
+    pub rewrite_bytes_0_1pct: u64,
+    /// Bytes of the files holding 1% of the rows.
+    pub rewrite_bytes_1pct: u64,
+    /// Time to build the layout, milliseconds.
+    pub build_ms: u64,
+    /// No other combination has at most as many files, scans at most as many bytes and
+    /// rewrites at most as many bytes for 1% of rows, and is better in one of them.
+    pub pareto: bool,
+}
+
+/// The result of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepReport {
+    /// The table.
+    pub table: String,
+    /// Its version.
+    pub version: u64,
+    /// Its live rows.
+    pub rows: u64,
+    /// Its bytes.
+    pub bytes: u64,
+    /// The sample fraction used (1.0: every row).
+    pub sample_fraction: f64,
+    /// The columns the generated workload filters.
+    pub columns: Vec<String>,
+    /// Every combination, layout by layout, sizes in the order given.
+    pub combinations: Vec<Combination>,
+    /// Wall time of the whole sweep, milliseconds.
+    pub duration_ms: u64,
+}
+
+/// Runs the sweep (see the module docs). Must be called on a multi-threaded tokio runtime.
+///
+/// # Errors
+/// [`Error::InvalidOption`] for bad options (`--target-sizes`, `--sample`, `--scratch`);
+/// everything `optimize` and `report` return for a combination; [`Error::Cancelled`].
+/// The table is never written to, whatever happens.
+pub async fn sweep(
+    location: &str,
+    options: &SweepOptions,
+    progress: Arc<dyn Progress>,
+) -> Result<SweepReport> {
+    let started = Instant::now();
+    if options.target_sizes.is_empty() || options.target_sizes.contains(&0) {
+        return Err(Error::invalid_option(
+            "--target-sizes",
+            "needs at least one size, each greater than 0",
+        ));
+    }
+    if options.layouts.is_empty() {
+        return Err(Error::invalid_option(
+            "--layout",
+            "needs at least one layout",
+        ));
+    }
+    if let Some(f) = options.sample
+        && !(f > 0.0 && f <= 1.0)
+    {
+        return Err(Error::invalid_option(
+            "--sample",
+            format!("must be in (0, 1], got {f}"),
+        ));
+    }
+    options.report.validate()?;
+    let table = TableView::load(location, None).await?;
+    table.protocol.check_writable(&table.display_location())?;
+    let source_root = table.location.to_file_path().map_err(|()| {
+        Error::invalid_option(
+            "TABLE",
+            format!(
+                "sweep needs a table on the local file system, not '{}'",
+                table.location
+            ),
+        )
+    })?;
+    let totals = table.totals();
+    #[expect(clippy::cast_precision_loss, reason = "a fraction")]
+    let fraction = options.sample.unwrap_or_else(|| {
+        if totals.bytes > DEFAULT_FULL_SWEEP_BYTES {
+            DEFAULT_FULL_SWEEP_BYTES as f64 / totals.bytes as f64
+        } else {
+            1.0
+        }
+    });
+    let scratch = Scratch::new(options.scratch.as_deref(), &source_root)?;
+    let log = scratch_log(&table)?;
+
+    let mut combinations: Vec<(Combination, u64)> = Vec::new();
+    let mut workload: Option<Vec<Predicate>> = None;
+    let mut columns_used: Vec<String> = Vec::new();
+    let report_columns = report_columns(&table, options);
+    let total = options.layouts.len() * options.target_sizes.len();
+    for layout in &options.layouts {
+        for &target in &options.target_sizes {
+            if options.cancel.load(Ordering::SeqCst) {
+                return Err(Error::Cancelled);
+            }
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss,
+                reason = "a size"
+            )]
+            let simulated = ((target as f64 * fraction).round() as u64).max(1);
+            log::info!(
+                "sweep {}/{total}: {} at {} ...",
+                combinations.len() + 1,
+                layout.name(),
+                crate::size::format_size(target)
+            );
+            let dir = scratch
+                .path
+                .join(format!("combination-{}", combinations.len()));
+            mirror(&source_root, &dir)?;
+            std::fs::write(dir.join("_delta_log").join(format!("{:020}.json", 0)), &log)
+                .map_err(|e| scratch_error(&dir, &e))?;
+            let built = Instant::now();
+            let mut plan = PlanOptions::default()
+                .with_target_file_bytes(Some(simulated))
+                .with_rewrite_all(true);
+            if let Layout::Curve { curve, columns } = layout {
+                let mut request = ClusterRequest::new(*curve, columns.clone());
+                request.full = true;
+                plan = plan.with_clustering(Some(request));
+            }
+            let build = OptimizeOptions::default()
+                .with_plan(plan)
+                .with_memory_limit(options.memory_limit_bytes)
+                .with_cancel(options.cancel.clone())
+                .with_sample((fraction < 1.0).then_some((fraction, options.report.seed)));
+            let location = dir.display().to_string();
+            optimize(&location, &build, progress.clone()).await?;
+            let build_ms = u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let laid_out = TableView::load(&location, None).await?;
+            let measured = {
+                let laid_out = laid_out.clone();
+                let workload_in = workload.clone();
+                let report_columns = report_columns.clone();
+                let report = options.report.clone();
+                tokio::task::spawn_blocking(move || {
+                    measure(&laid_out, workload_in, report_columns.as_deref(), &report)
+                })
+                .await
+                .map_err(|e| Error::Internal(format!("the measuring task failed: {e}")))??
+            };
+            let (mut combination, predicates, names) = measured;
+            if workload.is_none() {
+                workload = Some(predicates);
+                columns_used = names;
+            }
+            combination.layout = layout.name();
+            combination.target_file_bytes = target;
+            combination.simulated_target_bytes = simulated;
+            combination.build_ms = build_ms;
+            combinations.push((combination, laid_out.version));
+            std::fs::remove_dir_all(&dir).map_err(|e| scratch_error(&dir, &e))?;
+        }
+    }
+    let mut combinations: Vec<Combination> = combinations.into_iter().map(|(c, _)| c).collect();
+    mark_pareto(&mut combinations);
+    Ok(SweepReport {
+        table: table.display_location(),
+        version: table.version,
+        rows: totals.rows,
+        bytes: totals.bytes,
+        sample_fraction: fraction,
+        columns: columns_used,
+        combinations,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// The report's columns: `--columns`, else every curve column of the layouts, else the
+/// table's clustering columns, else `None` (every column with stats).
+fn report_columns(table: &TableView, options: &SweepOptions) -> Option<Vec<String>> {
+    if let Some(columns) = &options.report.columns {
+        return Some(columns.clone());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for layout in &options.layouts {
+        if let Layout::Curve { columns, .. } = layout {
+            for c in columns {
+                if !out.contains(c) {
+                    out.push(c.clone());
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        return table.clustering_columns.clone();
+    }
+    Some(out)
+}
+
+type Measured = (Combination, Vec<Predicate>, Vec<String>);
+
+/// Measures one built layout: sizes, the workload (drawn here when `workload` is `None`),
+/// write amplification.
+fn measure(
+    table: &TableView,
+    workload: Option<Vec<Predicate>>,
+    columns: Option<&[String]>,
+    options: &ReportOptions,
+) -> Result<Measured> {
+    let analysis = Analysis::new(table, columns)?;
+    let names: Vec<String> = analysis.columns().iter().map(|c| c.name.clone()).collect();
+    let predicates = match workload {
+        Some(w) => w,
+        None if !options.predicates.is_empty() => options.predicates.clone(),
+        None => analysis
+            .workload(options, names.len() > 1 && columns.is_some())
+            .queries
+            .into_iter()
+            .map(|q| q.predicate)
+            .collect(),
+    };
+    let sizes: Vec<u64> = table.files.iter().map(|f| f.size_bytes).collect();
+    let rows: Vec<u64> = table
+        .files
+        .iter()
+        .map(|f| f.num_live_rows().unwrap_or(0))
+        .collect();
+    let (mut files_scanned, mut bytes_scanned, mut rows_scanned) = (0f64, 0f64, 0f64);
+    for predicate in &predicates {
+        let keep = analysis.may_match(predicate)?;
+        for (i, k) in keep.iter().enumerate() {
+            if *k {
+                files_scanned += 1.0;
+                #[expect(clippy::cast_precision_loss, reason = "averages")]
+                {
+                    bytes_scanned += sizes[i] as f64;
+                    rows_scanned += rows[i] as f64;
+                }
+            }
+        }
+    }
+    #[expect(clippy::cast_precision_loss, reason = "averages")]
+    let n = predicates.len().max(1) as f64;
+    let touched = files_touched(table, &UPDATE_FRACTIONS, options.seed)?;
+    let rewrite = |k: usize| -> u64 {
+        touched[k]
+            .iter()
+            .zip(&sizes)
+            .filter(|(t, _)| **t)
+            .map(|(_, s)| *s)
+            .sum()
+    };
+    let mut sorted = sizes.clone();
+    sorted.sort_unstable();
+    let rank = |p: usize| -> u64 {
+        if sorted.is_empty() {
+            return 0;
+        }
+        let index = (p * sorted.len()).div_ceil(100).max(1) - 1;
+        sorted[index.min(sorted.len() - 1)]
+    };
+    let bytes: u64 = sizes.iter().sum();
+    let combination = Combination {
+        layout: String::new(),
+        target_file_bytes: 0,
+        simulated_target_bytes: 0,
+        files: sizes.len() as u64,
+        bytes,
+        mean_file_bytes: bytes / (sizes.len().max(1) as u64),
+        p10_file_bytes: rank(10),
+        p90_file_bytes: rank(90),
+        queries: predicates.len(),
+        files_scanned_avg: files_scanned / n,
+        bytes_scanned_avg: bytes_scanned / n,
+        rows_scanned_avg: rows_scanned / n,
+        rewrite_bytes_0_1pct: rewrite(0),
+        rewrite_bytes_1pct: rewrite(1),
+        build_ms: 0,
+        pareto: false,
+    };
+    Ok((combination, predicates, names))
+}
+
+/// Whether a row with this hash is among the `fraction` of rows an update touches (seeded).
+#[must_use]
+pub fn updated(row_hash: u64, fraction: f64, seed: u64) -> bool {
+    let h = xxhash_rust::xxh64::xxh64(&row_hash.to_le_bytes(), seed);
+    #[expect(clippy::cast_precision_loss, reason = "a uniform draw")]
+    let u = (h >> 11) as f64 / (1u64 << 53) as f64;
+    u < fraction
+}
+
+/// Per fraction, per file: whether the file holds a row an update of that fraction of rows
+/// touches ([`updated`] on the row hashes of [`crate::verify::row_hashes`]).
+///
+/// # Errors
+/// As [`crate::verify::row_hashes`].
+pub fn files_touched(table: &TableView, fractions: &[f64], seed: u64) -> Result<Vec<Vec<bool>>> {
+    let hashes = crate::verify::row_hashes(table)?;
+    Ok(fractions
+        .iter()
+        .map(|&f| {
+            hashes
+                .iter()
+                .map(|file| file.iter().any(|&h| updated(h, f, seed)))
+                .collect()
+        })
+        .collect())
+}
+
+fn mark_pareto(combinations: &mut [Combination]) {
+    let keys: Vec<(u64, f64, u64)> = combinations
+        .iter()
+        .map(|c| (c.files, c.bytes_scanned_avg, c.rewrite_bytes_1pct))
+        .collect();
+    for (i, c) in combinations.iter_mut().enumerate() {
+        let (f, s, r) = keys[i];
+        c.pareto = !keys.iter().enumerate().any(|(j, &(f2, s2, r2))| {
+            j != i && f2 <= f && s2 <= s && r2 <= r && (f2 < f || s2 < s || r2 < r)
+        });
+    }
+}
+
+/// The scratch root: a temporary directory, or a fresh one inside `--scratch`; removed on
+/// drop (success, error, cancellation).
+struct Scratch {
+    path: PathBuf,
+    _temp: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new(parent: Option<&Path>, source: &Path) -> Result<Self> {
+        let temp = match parent {
+            Some(dir) => {
+                let canonical_source = source
+                    .canonicalize()
+                    .unwrap_or_else(|_| source.to_path_buf());
+                std::fs::create_dir_all(dir).map_err(|e| scratch_error(dir, &e))?;
+                let canonical = dir.canonicalize().map_err(|e| scratch_error(dir, &e))?;
+                if canonical.starts_with(&canonical_source) {
+                    return Err(Error::invalid_option(
+                        "--scratch",
+                        format!("'{}' is inside the table", dir.display()),
+                    ));
+                }
+                tempfile::Builder::new()
+                    .prefix("delta-layout-sweep-")
+                    .tempdir_in(dir)
+            }
+            None => tempfile::Builder::new()
+                .prefix("delta-layout-sweep-")
+                .tempdir(),
+        }
+        .map_err(|e| scratch_error(parent.unwrap_or(Path::new("the temporary directory")), &e))?;
+        Ok(Self {
+            path: temp.path().to_path_buf(),
+            _temp: temp,
+        })
+    }
+}
+
+fn scratch_error(path: &Path, e: &std::io::Error) -> Error {
+    Error::invalid_option("--scratch", format!("cannot use '{}': {e}", path.display()))
+}
+
+/// Recreates `source`'s directory tree under `target` (real directories) with a symbolic
+/// link per file, leaving out `_delta_log`; creates an empty `_delta_log`.
+fn mirror(source: &Path, target: &Path) -> Result<()> {
+    std::fs::create_dir_all(target.join("_delta_log")).map_err(|e| scratch_error(target, &e))?;
+    let mut stack = vec![PathBuf::new()];
+    while let Some(relative) = stack.pop() {
+        let dir = source.join(&relative);
+        let entries = std::fs::read_dir(&dir).map_err(|e| scratch_error(&dir, &e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| scratch_error(&dir, &e))?;
+            let name = entry.file_name();
+            if relative.as_os_str().is_empty() && name == "_delta_log" {
+                continue;
+            }
+            let child = relative.join(&name);
+            let kind = entry.file_type().map_err(|e| scratch_error(&dir, &e))?;
+            if kind.is_dir() {
+                std::fs::create_dir_all(target.join(&child))
+                    .map_err(|e| scratch_error(target, &e))?;
+                stack.push(child);
+            } else {
+                link(&source.join(&child), &target.join(&child))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn link(original: &Path, link: &Path) -> Result<()> {
+    std::os::unix::fs::symlink(original, link).map_err(|e| scratch_error(link, &e))
+}
+
+#[cfg(not(unix))]
+fn link(original: &Path, link: &Path) -> Result<()> {
+    std::fs::copy(original, link)
+        .map(|_| ())
+        .map_err(|e| scratch_error(link, &e))
+}
+
+/// The scratch table's first commit: the source's protocol (less row tracking and
+/// clustering), schema, partitioning and properties, and its `add` actions.
+fn scratch_log(table: &TableView) -> Result<String> {
+    const LEFT_OUT: [&str; 4] = ["rowTracking", "clustering", "liquid", "domainMetadata"];
+    let keep = |features: &[String]| -> Vec<String> {
+        features
+            .iter()
+            .filter(|f| !LEFT_OUT.contains(&f.as_str()))
+            .cloned()
+            .collect()
+    };
+    let mut protocol = json!({
+        "minReaderVersion": table.protocol.min_reader_version,
+        "minWriterVersion": table.protocol.min_writer_version,
+    });
+    if table.protocol.min_reader_version >= 3 {
+        protocol["readerFeatures"] = json!(keep(&table.protocol.reader_features));
+    }
+    if table.protocol.min_writer_version >= 7 {
+        protocol["writerFeatures"] = json!(keep(&table.protocol.writer_features));
+    }
+    let configuration: serde_json::Map<String, Value> = table
+        .properties
+        .iter()
+        .filter(|(k, _)| !k.starts_with("delta.rowTracking") && !k.starts_with("delta.liquid"))
+        .filter(|(k, _)| k.as_str() != "delta.enableRowTracking")
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    let schema = serde_json::to_string(&table.schema).map_err(|source| Error::Json {
+        context: "writing a scratch schema".into(),
+        source,
+    })?;
+    let mut lines = vec![
+        json!({"protocol": protocol}).to_string(),
+        json!({"metaData": {
+            "id": uuid::Uuid::new_v4().to_string(),
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema,
+            "partitionColumns": table.partition_columns,
+            "configuration": configuration,
+            "createdTime": chrono::Utc::now().timestamp_millis(),
+        }})
+        .to_string(),
+    ];
+    for file in &table.files {
+        let mut add = serde_json::to_value(&file.add).map_err(|source| Error::Json {
+            context: "writing a scratch log".into(),
+            source,
+        })?;
+        if let Value::Object(fields) = &mut add {
+            fields.retain(|k, v| {
+                !v.is_null()
+                    && !matches!(
+                        k.as_str(),
+                        "baseRowId" | "defaultRowCommitVersion" | "clusteringProvider"
+                    )
+            });
+            fields.insert("path".into(), json!(file.raw_path));
+            fields.remove("tags");
+        }
+        lines.push(json!({ "add": add }).to_string());
+    }
+    Ok(lines.join("\n"))
+}
+
+/// The sweep as one self-contained HTML page: two charts (bytes scanned per query, and
+/// bytes an update of 1% of the rows rewrites, against the file count; log-scaled file
+/// axis), one line per layout, and the table of every combination.
+#[must_use]
+pub fn html(report: &SweepReport) -> String {
+    use std::fmt::Write as _;
+    const COLORS: [&str; 6] = [
+        "#4a7fb5", "#d9534f", "#5cb85c", "#f0ad4e", "#8e44ad", "#555",
+    ];
+    let escape = |t: &str| {
+        t.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let mut page = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>delta-layout sweep: {t}</title>\
+         <style>body{{font-family:system-ui,sans-serif;margin:24px}}table{{border-collapse:collapse}}\
+         td,th{{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}}</style></head><body>\
+         <h1>delta-layout sweep: {t}</h1><p>version {v}, {rows} rows{sample}</p>\n",
+        t = escape(&report.table),
+        v = report.version,
+        rows = report.rows,
+        sample = if report.sample_fraction < 1.0 {
+            format!(
+                "; built from a {:.4} sample with target sizes scaled by it",
+                report.sample_fraction
+            )
+        } else {
+            String::new()
+        }
+    );
+    let mut layouts: Vec<&str> = Vec::new();
+    for c in &report.combinations {
+        if !layouts.contains(&c.layout.as_str()) {
+            layouts.push(&c.layout);
+        }
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "chart coordinates"
+    )]
+    let chart = |page: &mut String, title: &str, value: &dyn Fn(&Combination) -> f64| {
+        let (w, h, pad) = (520.0, 300.0, 50.0);
+        let xs: Vec<f64> = report
+            .combinations
+            .iter()
+            .map(|c| (c.files.max(1) as f64).ln())
+            .collect();
+        let ys: Vec<f64> = report.combinations.iter().map(value).collect();
+        let (x0, x1) = (
+            xs.iter().copied().fold(f64::INFINITY, f64::min),
+            xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        );
+        let y1 = ys.iter().copied().fold(0.0, f64::max).max(1.0);
+        let px = |x: f64| pad + if x1 > x0 { (x - x0) / (x1 - x0) } else { 0.5 } * (w - 2.0 * pad);
+        let py = |y: f64| h - pad - y / y1 * (h - 2.0 * pad);
+        let _ = write!(
+            page,
+            "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">\
+             <title>{title}</title><rect width=\"{w}\" height=\"{h}\" fill=\"#fafafa\"/>\
+             <text x=\"{pad}\" y=\"20\" font-size=\"13\">{title}</text>\
+             <text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">files (log scale)</text>",
+            w / 2.0,
+            h - 10.0
+        );
+        for (k, layout) in layouts.iter().enumerate() {
+            let color = COLORS[k % COLORS.len()];
+            let points: Vec<(f64, f64)> = report
+                .combinations
+                .iter()
+                .zip(xs.iter().zip(&ys))
+                .filter(|(c, _)| c.layout == *layout)
+                .map(|(_, (x, y))| (px(*x), py(*y)))
+                .collect();
+            let line: Vec<String> = points
+                .iter()
+                .map(|(x, y)| format!("{x:.1},{y:.1}"))
+                .collect();
+            let _ = write!(
+                page,
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+                line.join(" ")
+            );
+            for (x, y) in &points {
+                let _ = write!(
+                    page,
+                    "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{color}\"/>"
+                );
+            }
+            let _ = write!(
+                page,
+                "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"{color}\">{}</text>",
+                w - pad - 150.0,
+                40.0 + 14.0 * k as f64,
+                escape(layout)
+            );
+        }
+        let _ = write!(
+            page,
+            "<text x=\"{pad}\" y=\"{}\" font-size=\"10\">{}</text></svg></figure>",
+            pad - 8.0,
+            escape(&crate::size::format_size(y1 as u64))
+        );
+    };
+    chart(&mut page, "bytes scanned per query", &|c| {
+        c.bytes_scanned_avg
+    });
+    #[expect(clippy::cast_precision_loss, reason = "chart coordinates")]
+    chart(
+        &mut page,
+        "bytes rewritten when 1% of rows are updated",
+        &|c| c.rewrite_bytes_1pct as f64,
+    );
+    page.push_str(
+        "<table><tr><th>layout</th><th>target</th><th>files</th><th>mean size</th>\
+         <th>files/query</th><th>bytes/query</th><th>update 0.1%</th><th>update 1%</th>\
+         <th>Pareto</th></tr>\n",
+    );
+    for c in &report.combinations {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "display"
+        )]
+        let scanned = c.bytes_scanned_avg as u64;
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&c.layout),
+            crate::size::format_size(c.target_file_bytes),
+            c.files,
+            crate::size::format_size(c.mean_file_bytes),
+            c.files_scanned_avg,
+            crate::size::format_size(scanned),
+            crate::size::format_size(c.rewrite_bytes_0_1pct),
+            crate::size::format_size(c.rewrite_bytes_1pct),
+            if c.pareto { "yes" } else { "" }
+        );
+    }
+    page.push_str("</table></body></html>\n");
+    page
+}
