@@ -223,6 +223,39 @@ pub async fn sweep(
     options.report.validate()?;
     let table = TableView::load(location, None).await?;
     table.protocol.check_writable(&table.display_location())?;
+    // Columns and predicates must fit the table before anything is built.
+    let known: Vec<String> = table
+        .partition_columns
+        .iter()
+        .cloned()
+        .chain(
+            table
+                .data_leaf_columns()
+                .iter()
+                .map(crate::table::LeafColumn::display_name),
+        )
+        .collect();
+    for layout in &options.layouts {
+        if let Layout::Curve { columns, .. } = layout {
+            for column in columns {
+                if !known.iter().any(|k| k.eq_ignore_ascii_case(column)) {
+                    return Err(Error::UnknownColumn {
+                        column: column.clone(),
+                        message: format!(
+                            "in --layout '{}' does not exist in table '{}' (columns: {})",
+                            layout.name(),
+                            table.display_location(),
+                            known.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    for predicate in &options.report.predicates {
+        crate::report::bounds::Pruner::new(&table, predicate)
+            .map_err(|e| Error::invalid_option("--predicates", format!("'{predicate}': {e}")))?;
+    }
     let source_root = table.location.to_file_path().map_err(|()| {
         Error::invalid_option(
             "TABLE",

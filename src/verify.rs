@@ -126,11 +126,15 @@ pub struct VerifyReport {
     pub fingerprint_a: String,
     /// Fingerprint of B.
     pub fingerprint_b: String,
-    /// Partitions whose fingerprints differ (present on one side only included).
+    /// Partitions whose fingerprints differ (present on one side only included), as
+    /// `col=value/...`; [`WHOLE_TABLE`] for an unpartitioned table.
     pub partitions_differing: Vec<String>,
     /// With `--unique`: duplicates in A and in B.
     pub duplicates: Vec<Duplicates>,
 }
+
+/// How `partitions_differing` names the rows of an unpartitioned table.
+pub const WHOLE_TABLE: &str = "(table)";
 
 /// Most examples of duplicated keys kept.
 pub const MAX_DUPLICATE_EXAMPLES: usize = 10;
@@ -210,7 +214,13 @@ pub fn verify(a: &TableView, b: &TableView, unique: Option<&[String]>) -> Result
     let partitions_differing = keys
         .into_iter()
         .filter(|k| fa.partitions.get(*k) != fb.partitions.get(*k))
-        .cloned()
+        .map(|k| {
+            if k.is_empty() {
+                WHOLE_TABLE.to_string()
+            } else {
+                k.clone()
+            }
+        })
         .collect();
     let mut duplicates = Vec::new();
     if let Some(columns) = unique {

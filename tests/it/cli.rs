@@ -367,6 +367,21 @@ fn report_json_predicates_compare_and_html() {
         outcome["files_added"].as_i64().unwrap() - outcome["files_removed"].as_i64().unwrap()
     );
 
+    // --compare naming the newer version: the older is still "before".
+    let output = run(&[
+        "report",
+        &location,
+        "--version",
+        "1",
+        "--compare",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let swapped: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(swapped["before"]["version"], 1);
+    assert_eq!(swapped["after"]["version"], 2);
+
     let page = dir.path().join("report.html");
     let output = run(&[
         "report",

@@ -203,7 +203,23 @@ fn bad_options_are_named() {
     assert!(err(options(vec![Layout::Compact], vec![0], None)).contains("--target-sizes"));
     assert!(err(options(vec![], vec![1024], None)).contains("--layout"));
     assert!(err(options(vec![Layout::Compact], vec![1024], Some(0.0))).contains("--sample"));
-    assert!(err(options(vec![hilbert(&["nope"])], vec![1024], None)).contains("nope"));
+    let unknown = err(options(vec![hilbert(&["nope"])], vec![1024], None));
+    assert!(
+        unknown.contains("nope") && unknown.contains("--layout"),
+        "{unknown}"
+    );
+    let mut bad_predicate = options(vec![Layout::Compact], vec![1024], None);
+    bad_predicate.report.predicates =
+        vec![delta_layout::predicate::Predicate::parse("nope = 1").unwrap()];
+    let message = err(bad_predicate);
+    assert!(
+        message.contains("--predicates") && message.contains("nope"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("delta-layout-sweep"),
+        "names the table, not a scratch: {message}"
+    );
     assert!(
         Layout::parse("spiral:a")
             .unwrap_err()

@@ -95,6 +95,16 @@ fn added_and_lost_rows_are_found_and_named_by_partition() {
     assert_eq!(output.status.code(), Some(0));
     let output = run(&["verify", &location, "--compare", "999"]);
     assert_eq!(output.status.code(), Some(2));
+
+    // An unpartitioned table names the whole table.
+    let plain = Fixture::copy("basic-with-checkpoint");
+    let before = load(&plain.location());
+    plain.double_files();
+    let report = verify(&before, &load(&plain.location()), None);
+    assert_eq!(
+        report.partitions_differing,
+        [delta_layout::verify::WHOLE_TABLE]
+    );
 }
 
 /// A written file replaced (same row count, one value changed) before the commit: the

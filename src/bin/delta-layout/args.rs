@@ -199,7 +199,7 @@ pub struct OptimizeArgs {
     /// sorted along the curve over rank buckets of the columns and cut into files of the
     /// target size, so each file covers a compact box of the columns. Output files are tagged
     /// ZCUBE_ID, ZCUBE_ZORDER_BY, ZCUBE_ZORDER_CURVE; a re-run on an unchanged table does
-    /// nothing. The partition is held in memory while it is clustered.
+    /// nothing. A partition larger than --memory-limit is clustered through spill files.
     #[arg(
         long,
         value_name = "COLS",

@@ -185,13 +185,19 @@ fn run() -> anyhow::Result<ExitCode> {
                     )
                 })?;
             }
-            if let Some(older) = args.compare {
-                let before = runtime
+            if let Some(other) = args.compare {
+                let other = runtime
                     .block_on(delta_layout::table::TableView::load(
                         &args.table,
-                        Some(older),
+                        Some(other),
                     ))
                     .map_err(|e| rename_version_option(e, "--compare"))?;
+                // The older version is "before", whichever option named it.
+                let (before, table) = if other.version <= table.version {
+                    (other, table)
+                } else {
+                    (table, other)
+                };
                 let comparison = delta_layout::report::compare(&before, &table, &options)?;
                 if let Some(path) = &args.html {
                     write_html(
@@ -229,7 +235,7 @@ fn run() -> anyhow::Result<ExitCode> {
             let cancel = Arc::new(AtomicBool::new(false));
             cancel_on_signal(&runtime, cancel.clone());
             options.cancel = cancel;
-            if !args.quiet && !args.json {
+            if !args.quiet && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                 log::set_max_level(log::LevelFilter::Info);
             }
             let progress: Arc<dyn delta_layout::progress::Progress> =
