@@ -18,8 +18,11 @@
 //! Ctrl-C. Scratch tables leave out row tracking and clustering metadata: they only serve to
 //! measure layouts.
 //!
-//! **Sampling.** With a sample of fraction f, each row is kept with probability f, and a
-//! target size T is simulated with T x f, so file counts match what the full table would get.
+//! **Sampling.** With a sample of fraction f, each row is kept with probability f. Files are
+//! planned (bin-packed, or cut into curve ranges) on the full table's sizes with the target
+//! T, and each output file holds the sample of what a full-size file would: about T x f
+//! bytes. So file counts match what the full table would get; sizes and bytes are the
+//! sample's.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -136,7 +139,7 @@ pub struct Combination {
     pub layout: String,
     /// The target file size asked for, bytes.
     pub target_file_bytes: u64,
-    /// The target the build used (target x sample fraction), bytes.
+    /// The size a file of this layout has in the sample (target x sample fraction), bytes.
     pub simulated_target_bytes: u64,
     /// Files of the layout.
     pub files: u64,
@@ -182,6 +185,8 @@ pub struct SweepReport {
     pub sample_fraction: f64,
     /// The columns the generated workload filters.
     pub columns: Vec<String>,
+    /// Whether the predicates were generated (false: `--predicates FILE`).
+    pub generated_workload: bool,
     /// Every combination, layout by layout, sizes in the order given.
     pub combinations: Vec<Combination>,
     /// Wall time of the whole sweep, milliseconds.
@@ -252,6 +257,9 @@ pub async fn sweep(
             }
         }
     }
+    // The report's columns must exist (named in the table's terms, not a scratch's).
+    Analysis::new(&table, report_columns(&table, options).as_deref())
+        .map_err(|e| Error::invalid_option("--columns", e.to_string()))?;
     for predicate in &options.report.predicates {
         crate::report::bounds::Pruner::new(&table, predicate)
             .map_err(|e| Error::invalid_option("--predicates", format!("'{predicate}': {e}")))?;
@@ -307,8 +315,9 @@ pub async fn sweep(
             std::fs::write(dir.join("_delta_log").join(format!("{:020}.json", 0)), &log)
                 .map_err(|e| scratch_error(&dir, &e))?;
             let built = Instant::now();
+            // Planned on full-size inputs with the full target: each output holds a sample.
             let mut plan = PlanOptions::default()
-                .with_target_file_bytes(Some(simulated))
+                .with_target_file_bytes(Some(target))
                 .with_rewrite_all(true);
             if let Layout::Curve { curve, columns } = layout {
                 let mut request = ClusterRequest::new(*curve, columns.clone());
@@ -321,9 +330,20 @@ pub async fn sweep(
                 .with_cancel(options.cancel.clone())
                 .with_sample((fraction < 1.0).then_some((fraction, options.report.seed)));
             let location = dir.display().to_string();
-            optimize(&location, &build, progress.clone()).await?;
+            optimize(&location, &build, progress.clone())
+                .await
+                .map_err(|e| as_layout_error(e, layout))?;
             let build_ms = u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX);
             let laid_out = TableView::load(&location, None).await?;
+            if totals.rows > 0 && laid_out.totals().rows == 0 {
+                return Err(Error::invalid_option(
+                    "--sample",
+                    format!(
+                        "a sample of {fraction} keeps none of the table's {} rows",
+                        totals.rows
+                    ),
+                ));
+            }
             let measured = {
                 let laid_out = laid_out.clone();
                 let workload_in = workload.clone();
@@ -357,6 +377,7 @@ pub async fn sweep(
         bytes: totals.bytes,
         sample_fraction: fraction,
         columns: columns_used,
+        generated_workload: options.report.predicates.is_empty(),
         combinations,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     })
@@ -495,6 +516,29 @@ pub fn files_touched(table: &TableView, fractions: &[f64], seed: u64) -> Result<
         .collect())
 }
 
+/// A layout's curve errors name `--layout`, the option the user wrote.
+fn as_layout_error(error: Error, layout: &Layout) -> Error {
+    let rename = |text: String| {
+        text.replace("--zorder", "--layout")
+            .replace("--hilbert", "--layout")
+    };
+    match error {
+        Error::InvalidOption { option, message }
+            if option == "--zorder" || option == "--hilbert" =>
+        {
+            Error::invalid_option(
+                "--layout",
+                format!("'{}': {}", layout.name(), rename(message)),
+            )
+        }
+        Error::UnknownColumn { column, message } => Error::UnknownColumn {
+            column,
+            message: format!("{} (--layout '{}')", rename(message), layout.name()),
+        },
+        other => other,
+    }
+}
+
 fn mark_pareto(combinations: &mut [Combination]) {
     let keys: Vec<(u64, f64, u64)> = combinations
         .iter()
@@ -522,14 +566,35 @@ impl Scratch {
                 let canonical_source = source
                     .canonicalize()
                     .unwrap_or_else(|_| source.to_path_buf());
-                std::fs::create_dir_all(dir).map_err(|e| scratch_error(dir, &e))?;
-                let canonical = dir.canonicalize().map_err(|e| scratch_error(dir, &e))?;
+                // Resolve the nearest existing ancestor first: nothing is created inside the
+                // table, not even the directory that would be refused.
+                let mut existing = dir.to_path_buf();
+                let mut rest = Vec::new();
+                while !existing.exists() {
+                    let Some(name) = existing.file_name() else {
+                        break;
+                    };
+                    rest.push(name.to_os_string());
+                    if !existing.pop() {
+                        break;
+                    }
+                }
+                let base = if existing.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    existing
+                };
+                let mut canonical = base.canonicalize().map_err(|e| scratch_error(dir, &e))?;
+                for name in rest.iter().rev() {
+                    canonical.push(name);
+                }
                 if canonical.starts_with(&canonical_source) {
                     return Err(Error::invalid_option(
                         "--scratch",
                         format!("'{}' is inside the table", dir.display()),
                     ));
                 }
+                std::fs::create_dir_all(dir).map_err(|e| scratch_error(dir, &e))?;
                 tempfile::Builder::new()
                     .prefix("delta-layout-sweep-")
                     .tempdir_in(dir)

@@ -89,7 +89,7 @@ pub struct DataFile {
     /// `modificationTime`: milliseconds since the Unix epoch.
     pub modification_time_ms: i64,
     /// Partition values parallel to [`TableView::partition_columns`], as the log's strings
-    /// (`None` is a null partition value).
+    /// (`None` is a null partition value, also written as an empty string).
     pub partition_values: Vec<Option<String>>,
     /// The file's statistics, `None` when the writer recorded none (unknown, not zero).
     pub stats: Option<FileStats>,
@@ -416,6 +416,8 @@ impl DataFile {
         let partition_values = partition_physical_names
             .iter()
             .map(|name| add.partition_values.get(name).cloned().flatten())
+            // "An empty string for any type translates to a null partition value."
+            .map(|value| value.filter(|v| !v.is_empty()))
             .collect();
         let stats = match add.stats.as_deref() {
             Some(text) if !text.trim().is_empty() => Some(FileStats::from_json(&add.path, text)?),

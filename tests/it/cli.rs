@@ -465,6 +465,16 @@ fn report_errors_name_the_option_column_or_line() {
         &["report", "{}", "--target-size", "0"],
         &["--target-size"],
     );
+    // A page written into the log would become a commit: refused before anything is done.
+    let inside = format!(
+        "{}/_delta_log/00000000000000000002.json",
+        fixture.location()
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--html", &inside],
+        &["--html", "inside the table"],
+    );
     // Predicates that parse but do not fit the table name their line.
     let unknown = dir.path().join("unknown.sql");
     std::fs::write(&unknown, "\u{feff}date = '2023-04-14'\n\nnope = 1\n").unwrap();

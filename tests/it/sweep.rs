@@ -180,7 +180,6 @@ fn a_sample_of_one_equals_no_sample() {
     assert_eq!(whole.sample_fraction, 1.0);
     assert_eq!(strip(whole), strip(sampled));
 
-    // Half the rows, half the target: about the same file count, about half the bytes.
     let half = run(
         &fixture.location(),
         &options(layouts, vec![4096], Some(0.5)),
@@ -188,6 +187,30 @@ fn a_sample_of_one_equals_no_sample() {
     let c = &half.combinations[0];
     assert_eq!(c.simulated_target_bytes, 2048);
     assert_eq!(half.sample_fraction, 0.5);
+
+    // Compaction of 30 small files: a sample of half the rows gives the full table's file
+    // count (files are planned on full-size inputs), with about half the bytes.
+    let small = Fixture::copy("basic-with-checkpoint");
+    let compact = vec![Layout::Compact];
+    let whole = run(
+        &small.location(),
+        &options(compact.clone(), vec![2048], None),
+    );
+    let half = run(&small.location(), &options(compact, vec![2048], Some(0.5)));
+    let (w, h) = (&whole.combinations[0], &half.combinations[0]);
+    assert!(w.files > 1 && w.files < 30, "{w:?}");
+    assert_eq!(h.files, w.files);
+    assert!(h.bytes < w.bytes);
+    // A sample that keeps nothing is an error, not a result.
+    let err = fixture::runtime()
+        .block_on(sweep(
+            &small.location(),
+            &options(vec![Layout::Compact], vec![2048], Some(1e-12)),
+            Arc::new(NoProgress),
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--sample"), "{err}");
 }
 
 #[test]

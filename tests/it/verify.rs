@@ -218,3 +218,48 @@ fn unique_reports_exact_duplicates_and_ignores_nulls() {
     };
     assert!(err.to_string().contains("nope"), "{err}");
 }
+
+/// PROTOCOL.md "Partition Value Serialization": an empty string is a null partition value,
+/// so a file re-added with `""` holds the same rows as with `null`.
+#[test]
+fn an_empty_partition_value_is_null() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let table = load(&location);
+    let file = &table.files[0];
+    let copy = |name: &str, value: Value| {
+        let source = fixture.path.join(&file.path);
+        let target = fixture.path.join(name);
+        std::fs::copy(source, &target).unwrap();
+        let mut add = serde_json::to_value(serde_json::json!({
+            "path": name, "size": file.size_bytes, "modificationTime": 0, "dataChange": true,
+            "stats": file.stats.as_ref().map(|s| serde_json::json!({"numRecords": s.num_records}).to_string()),
+        }))
+        .unwrap();
+        add["partitionValues"] =
+            serde_json::json!({ table.partition_physical_names[0].clone(): value });
+        serde_json::json!({ "add": add })
+    };
+    let remove = |path: &str| serde_json::json!({"remove": {"path": path, "dataChange": true, "deletionTimestamp": 0}});
+    let v1 = fixture.next_version();
+    fixture.write_commit(
+        v1,
+        &[
+            remove(&file.raw_path),
+            copy("empty.parquet", Value::String(String::new())),
+        ],
+    );
+    let v2 = v1 + 1;
+    fixture.write_commit(
+        v2,
+        &[remove("empty.parquet"), copy("null.parquet", Value::Null)],
+    );
+    let report = verify(&at(&location, v1), &at(&location, v2), None);
+    assert!(report.equal, "{report:?}");
+    assert!(
+        at(&location, v1)
+            .files
+            .iter()
+            .any(|f| f.path == "empty.parquet" && f.partition_values[0].is_none())
+    );
+}

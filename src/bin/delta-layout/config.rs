@@ -176,7 +176,13 @@ pub fn sweep_options(
         sample: args.sample,
         scratch: args.scratch.clone(),
         report,
-        memory_limit_bytes: size("--memory-limit", args.memory_limit.as_deref())?,
+        memory_limit_bytes: match size("--memory-limit", args.memory_limit.as_deref())? {
+            Some(0) => anyhow::bail!(delta_layout::Error::invalid_option(
+                "--memory-limit",
+                "must be greater than 0"
+            )),
+            other => other,
+        },
         cancel: std::sync::Arc::default(),
     })
 }

@@ -97,6 +97,37 @@ fn rename_version_option(error: delta_layout::Error, option: &str) -> delta_layo
     }
 }
 
+/// Checks, before any work, that `--html` can be written and is not inside the table (a
+/// page written into `_delta_log` would become a commit).
+fn check_html_path(
+    path: &std::path::Path,
+    table: &delta_layout::table::TableView,
+) -> anyhow::Result<()> {
+    let bad = |message: String| {
+        anyhow::Error::from(delta_layout::Error::invalid_option("--html", message))
+    };
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let parent = parent
+        .canonicalize()
+        .map_err(|e| bad(format!("cannot write '{}': {e}", path.display())))?;
+    if path.is_dir() {
+        return Err(bad(format!("'{}' is a directory", path.display())));
+    }
+    if let Ok(root) = table.location.to_file_path()
+        && let Ok(root) = root.canonicalize()
+        && parent.starts_with(&root)
+    {
+        return Err(bad(format!(
+            "'{}' is inside the table; write the page elsewhere",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 fn write_html(path: &std::path::Path, page: &str) -> anyhow::Result<()> {
     std::fs::write(path, page).map_err(|e| {
         anyhow::Error::from(delta_layout::Error::invalid_option(
@@ -170,6 +201,9 @@ fn run() -> anyhow::Result<ExitCode> {
                 &args.table,
                 args.version,
             ))?;
+            if let Some(path) = &args.html {
+                check_html_path(path, &table)?;
+            }
             // Each predicate must fit the table: name its line when it does not.
             for (predicate, line) in options.predicates.iter().zip(&lines) {
                 delta_layout::report::bounds::Pruner::new(&table, predicate).map_err(|e| {
@@ -231,6 +265,9 @@ fn run() -> anyhow::Result<ExitCode> {
             let table =
                 runtime.block_on(delta_layout::table::TableView::load(&args.table, None))?;
             let mut options = config::sweep_options(&args, table.clustering_columns.as_deref())?;
+            if let Some(path) = &args.html {
+                check_html_path(path, &table)?;
+            }
             drop(table);
             let cancel = Arc::new(AtomicBool::new(false));
             cancel_on_signal(&runtime, cancel.clone());

@@ -400,18 +400,23 @@ pub fn sweep(out: &mut impl Write, r: &SweepReport) -> io::Result<()> {
     if r.sample_fraction < 1.0 {
         writeln!(
             out,
-            "sample     {:.4} of the rows; each target size was simulated as size x {:.4}, so file counts match the full table",
+            "sample     {:.4} of the rows: files are planned on the full table, so file counts match it; sizes and bytes are the sample's (about target x {:.4} per file)",
             r.sample_fraction, r.sample_fraction
         )?;
     }
     writeln!(
         out,
-        "workload   {} predicates per combination on {} (drawn from the first layout built)\n",
+        "workload   {} predicates per combination on {} ({})\n",
         r.combinations.first().map_or(0, |c| c.queries),
         if r.columns.is_empty() {
             "-".to_string()
         } else {
             r.columns.join(", ")
+        },
+        if r.generated_workload {
+            "generated from the first layout built"
+        } else {
+            "from --predicates"
         }
     )?;
     writeln!(
