@@ -18,8 +18,7 @@
 //! When version `v` already exists, every commit between the read version and the latest is
 //! read and the run aborts if one of them:
 //! 1. removes, or re-adds (a new deletion vector), a file this run rewrote;
-//! 2. changes the table's `metaData` or `protocol`.
-//!
+//! 2. changes the table's `metaData` or `protocol`;
 //! 3. on a table with row tracking, moves the row ID high-water mark (the `baseRowId`s this
 //!    run chose may then be taken).
 //!
