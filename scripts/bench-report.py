@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Turns the results of scripts/bench.sh into the markdown section of BENCHMARKS.md:
+per dataset, the median wall time and peak RSS of each contender (with the ratio to the
+plain copy), files/bytes/rows before and after, and the report's skipping figures; then
+the targets of the benchmark issue, each met or missed with its ratio."""
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+
+path, sf, target, rounds, dl_version, drs_version = sys.argv[1:]
+runs = [json.loads(line) for line in open(path) if line.strip()]
+by = {}
+for r in runs:
+    by.setdefault((r["data"], r["name"]), []).append(r)
+
+def median(data, name, key):
+    rs = by.get((data, name))
+    return statistics.median(r[key] for r in rs) if rs else None
+
+cores = os.cpu_count()
+mem = 0
+for line in open("/proc/meminfo"):
+    if line.startswith("MemTotal"):
+        mem = int(line.split()[1]) // (1024 * 1024)
+out = []
+out.append(f"## delta-layout against delta-rs and the plain copy (`scripts/bench.sh {sf} {rounds} {target}`)\n")
+out.append(
+    f"Measured {datetime.date.today()} on {platform.machine()}, {cores} cores, {mem} GiB; "
+    f"delta-layout {dl_version} (release), delta-rs `deltalake` {drs_version} (Python, pip), "
+    f"target size {target}, median of {rounds} alternating runs, each on a fresh copy. "
+    "Skipping: overlap depth and share of files skipped by 1% range predicates per clustering "
+    "column, from `delta-layout report` on the result.\n"
+)
+datasets = []
+for r in runs:
+    if r["data"] not in datasets:
+        datasets.append(r["data"])
+titles = {
+    "tpch": f"TPC-H lineitem, scale factor {sf}, 600 shuffled files, unpartitioned",
+    "tpch-by-returnflag": f"TPC-H lineitem, scale factor {sf}, partitioned by l_returnflag (200 files each)",
+    "flights": "flights-200k, 100 small appends written by delta-rs, target 256 KiB",
+    "covid": "covid19-nyt (8 files), target 256 KiB",
+}
+for data in datasets:
+    names = []
+    for r in runs:
+        if r["data"] == data and r["name"] not in names:
+            names.append(r["name"])
+    plain = median(data, "plain", "wall")
+    out.append(f"\n### {titles.get(data, data)}\n")
+    out.append("| contender | wall s | x plain | peak RSS MiB | files before -> after | MiB before -> after | rows before -> after | skipping: depth, 1% range skipped |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        rs = by[(data, name)]
+        last = rs[-1]
+        wall = median(data, name, "wall")
+        rss = median(data, name, "rss")
+        rows_ok = all(r["rows_before"] == r["rows_after"] for r in rs)
+        skip = "; ".join(f"{c} {v[0]:.1f}, {v[1]:.0%}" for c, v in last["report"].items()) or "-"
+        out.append(
+            f"| {name} | {wall:.1f} | {wall / plain:.2f} | {rss:.0f} | {last['files_before']} -> {last['files_after']} | "
+            f"{last['bytes_before'] / 2**20:.0f} -> {last['bytes_after'] / 2**20:.0f} | "
+            f"{last['rows_before']} -> {last['rows_after']}{'' if rows_ok else ' **ROWS DIFFER**'} | {skip} |"
+        )
+
+def ratio(a, b):
+    return a / b if a is not None and b else float("nan")
+
+out.append("\n### Targets (TPC-H, unpartitioned)\n")
+out.append("| target | measured | result |")
+out.append("|---|---|---|")
+plain = median("tpch", "plain", "wall")
+def row(text, value, ok):
+    out.append(f"| {text} | {value} | {'met' if ok else '**missed**'} |")
+c = ratio(median("tpch", "delta-layout compact", "wall"), plain)
+row("compaction within 1.2x the plain copy", f"{c:.2f}x", c <= 1.2)
+for curve in ["zorder", "hilbert"]:
+    x = ratio(median("tpch", f"delta-layout {curve} 4", "wall"), plain)
+    row(f"{curve} on 4 columns within 1.5x the plain copy", f"{x:.2f}x", x <= 1.5)
+    f = ratio(median("tpch", "delta-rs z_order 4", "wall"), median("tpch", f"delta-layout {curve} 4", "wall"))
+    row(f"{curve} on 4 columns at least 2x faster than delta-rs z_order on 4", f"{f:.2f}x faster", f >= 2)
+rss = median("tpch", "delta-layout hilbert 4, 512MiB", "rss")
+row(f"peak RSS with --memory-limit 512MiB within 800 MiB (scale factor {sf})", f"{rss:.0f} MiB", rss <= 800)
+for ours, theirs in [("zorder 2", "z_order 2"), ("hilbert 2", "z_order 2"), ("zorder 4", "z_order 4"), ("hilbert 4", "z_order 4")]:
+    a = by.get(("tpch", f"delta-layout {ours}"))
+    b = by.get(("tpch", f"delta-rs {theirs}"))
+    if not a or not b:
+        continue
+    ra, rb = a[-1]["report"], b[-1]["report"]
+    worse = [c for c in ra if ra[c][1] + 1e-9 < rb.get(c, [0, 0])[1]]
+    value = ", ".join(f"{c} {ra[c][1]:.0%} vs {rb[c][1]:.0%}" for c in ra)
+    row(f"{ours}: skipped files on every column at least delta-rs' {theirs}", value, not worse)
+print("\n".join(out))
