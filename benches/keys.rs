@@ -1,24 +1,24 @@
-//! Curve-key throughput: `cargo bench --bench keys`.
+//! Curve-key throughput (criterion): `cargo bench --bench keys`.
 //!
 //! For 1 to 6 clustering columns of mixed types (i64, f64, strings with a 30-character shared
-//! prefix, dates), over one million seeded rows: the time to sample and build rank buckets,
-//! then to compute every row's bucket numbers and Z-order and Hilbert keys. Prints rows per
-//! second (median of 3). No extra dependency; not a timed test.
+//! prefix, dates), over 200,000 seeded rows: sampling and building rank buckets, then every
+//! row's bucket numbers and Z-order or Hilbert key. Not a timed test: CI only compiles it.
 
 #![expect(
     clippy::cast_possible_wrap,
     clippy::cast_precision_loss,
-    reason = "synthetic data of small known ranges"
+    missing_docs,
+    reason = "synthetic data of small known ranges; criterion's macros"
 )]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use delta_layout::curve::keys::{ColumnBuckets, DEFAULT_SAMPLE_ROWS, Reservoir};
 use delta_layout::curve::{Curve, bits_per_dimension};
 use deltalake::arrow::array::{ArrayRef, Date32Array, Float64Array, Int64Array, StringArray};
 
-const ROWS: usize = 1_000_000;
+const ROWS: usize = 200_000;
 
 fn columns() -> Vec<ArrayRef> {
     let mut state: u64 = 0x5eed;
@@ -53,53 +53,52 @@ fn columns() -> Vec<ArrayRef> {
     ]
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
+fn buckets(columns: &[ArrayRef], dims: usize) -> Vec<ColumnBuckets> {
+    let bits = bits_per_dimension(dims);
+    columns[..dims]
+        .iter()
+        .map(|c| {
+            let mut r = Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, 1).unwrap();
+            r.add(c).unwrap();
+            r.into_buckets(bits)
+        })
+        .collect()
 }
 
-fn main() {
+fn keys(c: &mut Criterion) {
     let columns = columns();
+    let mut group = c.benchmark_group("keys");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(ROWS as u64));
     for dims in 1..=6 {
-        let bits = bits_per_dimension(dims);
-        let mut build = Vec::new();
-        let mut key_times = [Vec::new(), Vec::new()];
-        for _ in 0..3 {
-            let start = Instant::now();
-            let buckets: Vec<ColumnBuckets> = columns[..dims]
-                .iter()
-                .map(|c| {
-                    let mut r = Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, 1).unwrap();
-                    r.add(c).unwrap();
-                    r.into_buckets(bits)
-                })
-                .collect();
-            build.push(start.elapsed());
-            for (t, curve) in [Curve::ZOrder, Curve::Hilbert].into_iter().enumerate() {
-                let start = Instant::now();
-                let per_column: Vec<Vec<u32>> = buckets
-                    .iter()
-                    .zip(&columns)
-                    .map(|(b, c)| b.buckets(c).unwrap())
-                    .collect();
-                let mut coords = vec![0u32; dims];
-                let mut checksum = 0u64;
-                for row in 0..ROWS {
-                    for (c, column) in coords.iter_mut().zip(&per_column) {
-                        *c = column[row];
+        group.bench_with_input(BenchmarkId::new("buckets", dims), &dims, |b, &dims| {
+            b.iter(|| buckets(&columns, dims));
+        });
+        let built = buckets(&columns, dims);
+        for curve in [Curve::ZOrder, Curve::Hilbert] {
+            let name = format!("{curve:?}").to_lowercase();
+            group.bench_with_input(BenchmarkId::new(name, dims), &dims, |b, &dims| {
+                b.iter(|| {
+                    let per_column: Vec<Vec<u32>> = built
+                        .iter()
+                        .zip(&columns)
+                        .map(|(b, c)| b.buckets(c).unwrap())
+                        .collect();
+                    let mut coords = vec![0u32; dims];
+                    let mut checksum = 0u64;
+                    for row in 0..ROWS {
+                        for (c, column) in coords.iter_mut().zip(&per_column) {
+                            *c = column[row];
+                        }
+                        checksum = checksum.wrapping_add(curve.key(&coords));
                     }
-                    checksum = checksum.wrapping_add(curve.key(&coords));
-                }
-                std::hint::black_box(checksum);
-                key_times[t].push(start.elapsed());
-            }
+                    std::hint::black_box(checksum)
+                });
+            });
         }
-        let rate = |d: Duration| ROWS as f64 / d.as_secs_f64() / 1e6;
-        println!(
-            "keys: {dims} columns: sample + buckets {:?}; z-order {:.1} M rows/s; hilbert {:.1} M rows/s",
-            median(build),
-            rate(median(key_times[0].clone())),
-            rate(median(key_times[1].clone())),
-        );
     }
+    group.finish();
 }
+
+criterion_group!(benches, keys);
+criterion_main!(benches);

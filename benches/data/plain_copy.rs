@@ -26,9 +26,7 @@ fn main() {
     std::fs::create_dir_all(&out).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let started = Instant::now();
-    let table = runtime
-        .block_on(TableView::load(&args[1], None))
-        .unwrap();
+    let table = runtime.block_on(TableView::load(&args[1], None)).unwrap();
     let reader = {
         let _guard = runtime.enter();
         FileReader::new(&table).unwrap()
@@ -66,8 +64,12 @@ fn main() {
                 for batch in reader.read(&table.files[i]).unwrap() {
                     rows += batch.num_rows() as u64;
                     let w = writer.get_or_insert_with(|| {
-                        ArrowWriter::try_new(Vec::new(), Arc::clone(&schema), Some(properties.clone()))
-                            .unwrap()
+                        ArrowWriter::try_new(
+                            Vec::new(),
+                            Arc::clone(&schema),
+                            Some(properties.clone()),
+                        )
+                        .unwrap()
                     });
                     w.write(&batch).unwrap();
                     if w.bytes_written() as u64 + w.in_progress_size() as u64 / 2 >= target {

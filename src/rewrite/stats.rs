@@ -132,8 +132,9 @@ fn json_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
 }
 
-/// Accumulates stats over the batches of one output file.
-pub(crate) struct StatsCollector {
+/// Accumulates the per-file stats of one output file over its batches (PROTOCOL.md
+/// "Per-file Statistics"; see the module docs for the rules).
+pub struct StatsCollector {
     leaves: Vec<LeafColumn>,
     with_tight_bounds: bool,
     num_records: u64,
@@ -159,7 +160,8 @@ enum Bound {
 impl StatsCollector {
     /// Collects stats for `leaves`; `with_tight_bounds` adds `"tightBounds": true` (tables with
     /// deletion vectors).
-    pub(crate) fn new(leaves: Vec<LeafColumn>, with_tight_bounds: bool) -> Self {
+    #[must_use]
+    pub fn new(leaves: Vec<LeafColumn>, with_tight_bounds: bool) -> Self {
         let state = vec![LeafState::default(); leaves.len()];
         Self {
             leaves,
@@ -170,7 +172,10 @@ impl StatsCollector {
     }
 
     /// Adds a batch (in the physical schema of written files).
-    pub(crate) fn update(&mut self, batch: &RecordBatch) -> Result<()> {
+    ///
+    /// # Errors
+    /// [`Error::Arrow`] when a leaf's values cannot be filtered.
+    pub fn update(&mut self, batch: &RecordBatch) -> Result<()> {
         self.num_records += batch.num_rows() as u64;
         for (leaf, state) in self.leaves.iter().zip(self.state.iter_mut()) {
             let Some((array, nulls)) = leaf_array(batch, &leaf.physical) else {
@@ -193,7 +198,8 @@ impl StatsCollector {
     }
 
     /// The stats JSON text for the file.
-    pub(crate) fn finish(&self) -> String {
+    #[must_use]
+    pub fn finish(&self) -> String {
         let mut min = Json::Object(Vec::new());
         let mut max = Json::Object(Vec::new());
         let mut nulls = Json::Object(Vec::new());
@@ -226,7 +232,8 @@ impl StatsCollector {
     }
 
     /// Rows seen so far.
-    pub(crate) fn num_records(&self) -> u64 {
+    #[must_use]
+    pub fn num_records(&self) -> u64 {
         self.num_records
     }
 }
