@@ -15,7 +15,9 @@
 //! `rewrite::cluster`: ranges of the curve, in memory or through spill files).
 //!
 //! [`optimize::optimize`] runs the whole job; [`inspect::inspect`] reports on a table from
-//! its log. The log is read and written through the `deltalake` crate; data through `arrow`
+//! its log; [`report::report`] and [`report::compare`] estimate min/max data skipping from
+//! the log's stats; [`verify::verify`] proves two versions hold the same rows; and
+//! [`sweep::sweep`] measures layouts and file sizes on scratch tables. The log is read and written through the `deltalake` crate; data through `arrow`
 //! and `parquet` (the versions deltalake uses, re-exported by it).
 //!
 //! # Example

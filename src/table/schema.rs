@@ -13,7 +13,7 @@
 //! | date | Date32 |
 //! | timestamp | Timestamp(µs, "UTC") |
 //! | timestamp_ntz | Timestamp(µs, none) |
-//! | array<T> | List (item field `element`) |
+//! | `array<T>` | List (item field `element`) |
 //! | map<K, V> | Map (entries `key_value` with `key`, `value`) |
 //! | struct | Struct of the physical fields |
 
