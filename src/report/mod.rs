@@ -230,7 +230,7 @@ pub struct LayoutReport {
     /// The version whose stats the predicates were drawn from.
     pub workload_version: u64,
     /// Per column, in the order asked (a JSON object keyed by column name).
-    #[serde(serialize_with = "columns_as_map")]
+    #[serde(serialize_with = "as_map")]
     pub columns: Vec<ColumnReport>,
     /// Per pair of `--columns`, conjunctions of ranges.
     pub conjunctions: Vec<ConjunctionReport>,
@@ -241,13 +241,31 @@ pub struct LayoutReport {
     pub layouts: Vec<ColumnLayout>,
 }
 
-fn columns_as_map<S: serde::Serializer>(
-    columns: &[ColumnReport],
+/// Something named by its column, serialized as an entry of a JSON object.
+trait Named {
+    fn name(&self) -> &str;
+}
+
+impl Named for ColumnReport {
+    fn name(&self) -> &str {
+        &self.column
+    }
+}
+
+impl Named for ColumnChange {
+    fn name(&self) -> &str {
+        &self.column
+    }
+}
+
+/// A list as a JSON object keyed by column name, in list order.
+fn as_map<T: Named + Serialize, S: serde::Serializer>(
+    items: &[T],
     serializer: S,
 ) -> std::result::Result<S::Ok, S::Error> {
-    let mut map = serializer.serialize_map(Some(columns.len()))?;
-    for column in columns {
-        map.serialize_entry(&column.column, column)?;
+    let mut map = serializer.serialize_map(Some(items.len()))?;
+    for item in items {
+        map.serialize_entry(item.name(), item)?;
     }
     map.end()
 }
@@ -283,19 +301,8 @@ pub struct ReportComparison {
     /// Change of the live rows (0 when the layout changed and the data did not).
     pub rows_change: i64,
     /// Per column changes (a JSON object keyed by column name).
-    #[serde(serialize_with = "changes_as_map")]
+    #[serde(serialize_with = "as_map")]
     pub columns: Vec<ColumnChange>,
-}
-
-fn changes_as_map<S: serde::Serializer>(
-    columns: &[ColumnChange],
-    serializer: S,
-) -> std::result::Result<S::Ok, S::Error> {
-    let mut map = serializer.serialize_map(Some(columns.len()))?;
-    for column in columns {
-        map.serialize_entry(&column.column, column)?;
-    }
-    map.end()
 }
 
 /// A table's files seen through the report's columns: bounds and models, computed once.

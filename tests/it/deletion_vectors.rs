@@ -11,30 +11,7 @@ use deltalake::arrow::array::{Int64Array, RecordBatch, StringArray};
 use deltalake::arrow::datatypes::{DataType, Field, Schema};
 use serde_json::{Value, json};
 
-use crate::fixture::{Fixture, load, rows};
-
-const Z85: &[u8; 85] =
-    b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
-
-/// Z85 (ZeroMQ RFC 32), as Delta encodes inline deletion vectors and UUIDs; input padded
-/// with zeros to a multiple of 4 bytes.
-fn z85(bytes: &[u8]) -> String {
-    let mut padded = bytes.to_vec();
-    while !padded.len().is_multiple_of(4) {
-        padded.push(0);
-    }
-    let mut out = String::new();
-    for chunk in padded.chunks(4) {
-        let mut value = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-        let mut digits = [0u8; 5];
-        for d in digits.iter_mut().rev() {
-            *d = Z85[(value % 85) as usize];
-            value /= 85;
-        }
-        out.push_str(std::str::from_utf8(&digits).unwrap());
-    }
-    out
-}
+use crate::fixture::{Fixture, load, rows, z85};
 
 /// CRC-32 (IEEE), the checksum after each deletion vector in a file.
 fn crc32(bytes: &[u8]) -> u32 {

@@ -420,3 +420,26 @@ pub fn synthetic_table(
     .unwrap();
     root
 }
+
+const Z85: &[u8; 85] =
+    b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+
+/// Z85 (ZeroMQ RFC 32), as Delta encodes inline deletion vectors and UUIDs; input padded
+/// with zeros to a multiple of 4 bytes.
+pub fn z85(bytes: &[u8]) -> String {
+    let mut padded = bytes.to_vec();
+    while !padded.len().is_multiple_of(4) {
+        padded.push(0);
+    }
+    let mut out = String::new();
+    for chunk in padded.chunks(4) {
+        let mut value = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        let mut digits = [0u8; 5];
+        for d in digits.iter_mut().rev() {
+            *d = Z85[(value % 85) as usize];
+            value /= 85;
+        }
+        out.push_str(std::str::from_utf8(&digits).unwrap());
+    }
+    out
+}

@@ -233,30 +233,8 @@ fn generated(table: &TableView) -> Vec<Predicate> {
 #[test]
 fn estimate_never_skips_a_matching_file_on_real_tables() {
     let mut total_skipped = 0;
-    for name in [
-        "all-types-nested",
-        "basic-with-checkpoint",
-        "columnmapping-id-all-types",
-        "columnmapping-name-databricks",
-        "databricks-auto-optimize-dv-cdf",
-        "delta-rs-small-appends",
-        "dv-columnmapping-partitioned",
-        "dv-with-checkpoints",
-        "http-requests-delta-rs",
-        "multipart-checkpoint",
-        "partition-values-all-types",
-        "partitioned-string-null",
-        "removes-with-checkpoint",
-        "schema-evolution-added-column",
-        "special-char-partitions",
-        "stats-columns-vary",
-        "stats-missing-partial",
-        "stats-parsed-only-checkpoint",
-        "timestamp-ntz-partitioned",
-        "v2-checkpoint-databricks",
-        "v2-checkpoint-sidecars",
-        "zorder-optimized",
-    ] {
+    // Every accepted table (an empty one has no column with stats and is passed over).
+    for name in crate::rewrite::ACCEPTED {
         let fixture = Fixture::copy(name);
         let table = fixture::load(&fixture.location());
         let analysis = Analysis::new(&table, None).unwrap();

@@ -157,7 +157,7 @@ fn tracked_table(root: &Path) {
     };
     let mut c_add = add("c.parquet", c, 3, 300, 3);
     c_add["add"]["deletionVector"] = json!({"storageType": "i",
-        "pathOrInlineDv": z85(&dv), "sizeInBytes": dv.len(), "cardinality": 1});
+        "pathOrInlineDv": fixture::z85(&dv), "sizeInBytes": dv.len(), "cardinality": 1});
     let lines = [
         json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
             "readerFeatures": ["deletionVectors"],
@@ -181,26 +181,6 @@ fn tracked_table(root: &Path) {
         text.join("\n"),
     )
     .unwrap();
-}
-
-fn z85(bytes: &[u8]) -> String {
-    const Z85: &[u8; 85] =
-        b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
-    let mut padded = bytes.to_vec();
-    while !padded.len().is_multiple_of(4) {
-        padded.push(0);
-    }
-    let mut out = String::new();
-    for chunk in padded.chunks(4) {
-        let mut value = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-        let mut digits = [0u8; 5];
-        for d in digits.iter_mut().rev() {
-            *d = Z85[(value % 85) as usize];
-            value /= 85;
-        }
-        out.push_str(std::str::from_utf8(&digits).unwrap());
-    }
-    out
 }
 
 #[test]
