@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::plan::{DEFAULT_MIN_FILE_SIZE_RATIO, PlanOptions, TargetSource, autotuned_target_bytes};
-use crate::table::{PROP_TARGET_FILE_SIZE, ProtocolInfo, TableView};
+use crate::plan::{DEFAULT_MIN_FILE_SIZE_RATIO, PlanOptions, TargetSource};
+use crate::table::{ProtocolInfo, TableView};
 
 /// One bucket of the file-size histogram: files with `lower_bytes <= size < upper_bytes`,
 /// where the bounds are consecutive powers of two (the first bucket starts at 0).
@@ -87,17 +87,7 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
         .with_target_file_bytes(target_file_bytes)
         .validate()?;
     let totals = table.totals();
-    let (target, source) = match (target_file_bytes, table.property(PROP_TARGET_FILE_SIZE)) {
-        (Some(bytes), _) => (bytes, TargetSource::Option),
-        (None, Some(text)) => (
-            crate::size::parse_size(PROP_TARGET_FILE_SIZE, text)?,
-            TargetSource::TableProperty,
-        ),
-        (None, None) => (
-            autotuned_target_bytes(totals.bytes),
-            TargetSource::Autotuned,
-        ),
-    };
+    let (target, source) = crate::plan::target_file_bytes(table, target_file_bytes)?;
     #[expect(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,

@@ -338,16 +338,14 @@ pub fn display_partition(columns: &[String], values: &[Option<String>]) -> Strin
         .join("/")
 }
 
-/// Plans a compaction of `table`.
+/// The target file size in bytes and where it comes from: `requested` (`--target-size`),
+/// else the `delta.targetFileSize` property, else [`autotuned_target_bytes`] of the table
+/// size. One rule for `optimize`, `inspect` and `report`.
 ///
 /// # Errors
-/// * [`Error::InvalidOption`] from [`PlanOptions::validate`], or for an unusable
-///   `delta.targetFileSize` property.
-/// * [`Error::InvalidPredicate`] when `--where` does not parse or a literal does not fit its
-///   column; [`Error::UnknownColumn`] when it names a column that is not a partition column.
-pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
-    options.validate()?;
-    let (target_file_bytes, target_source) = match options.target_file_bytes {
+/// [`Error::InvalidOption`] naming `delta.targetFileSize` when it does not parse or is 0.
+pub fn target_file_bytes(table: &TableView, requested: Option<u64>) -> Result<(u64, TargetSource)> {
+    Ok(match requested {
         Some(bytes) => (bytes, TargetSource::Option),
         None => match table.property(PROP_TARGET_FILE_SIZE) {
             Some(text) => {
@@ -365,7 +363,19 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 TargetSource::Autotuned,
             ),
         },
-    };
+    })
+}
+
+/// Plans a compaction of `table`.
+///
+/// # Errors
+/// * [`Error::InvalidOption`] from [`PlanOptions::validate`], or for an unusable
+///   `delta.targetFileSize` property.
+/// * [`Error::InvalidPredicate`] when `--where` does not parse or a literal does not fit its
+///   column; [`Error::UnknownColumn`] when it names a column that is not a partition column.
+pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
+    options.validate()?;
+    let (target_file_bytes, target_source) = target_file_bytes(table, options.target_file_bytes)?;
     let min_file_bytes = options.min_file_bytes.unwrap_or_else(|| {
         #[expect(
             clippy::cast_possible_truncation,

@@ -25,9 +25,9 @@ use serde::ser::SerializeMap;
 
 use crate::error::{Error, Result};
 use crate::inspect::{SizeBucket, size_histogram};
-use crate::plan::{TargetSource, autotuned_target_bytes};
+use crate::plan::TargetSource;
 use crate::predicate::Predicate;
-use crate::table::{PROP_TARGET_FILE_SIZE, TableView};
+use crate::table::TableView;
 use bounds::{ColumnRef, FileBounds, Pruner, is_orderable, string_prefix_length};
 use model::ColumnModel;
 use workload::{Query, QueryKind, Workload};
@@ -517,20 +517,7 @@ fn build(
 ) -> Result<LayoutReport> {
     let table = analysis.table;
     let totals = table.totals();
-    let (target, target_source) = match (
-        options.target_file_bytes,
-        table.property(PROP_TARGET_FILE_SIZE),
-    ) {
-        (Some(bytes), _) => (bytes, TargetSource::Option),
-        (None, Some(text)) => (
-            crate::size::parse_size(PROP_TARGET_FILE_SIZE, text)?,
-            TargetSource::TableProperty,
-        ),
-        (None, None) => (
-            autotuned_target_bytes(totals.bytes),
-            TargetSource::Autotuned,
-        ),
-    };
+    let (target, target_source) = crate::plan::target_file_bytes(table, options.target_file_bytes)?;
     let sizes: Vec<u64> = table.files.iter().map(|f| f.size_bytes).collect();
     let total_bytes: u64 = sizes.iter().sum();
     let file_count = table.files.len();
