@@ -360,12 +360,12 @@ impl RowEncoder {
         Ok(self)
     }
 
-    /// Calls `f(hash, any column null)` for every row of the file.
-    fn hash_rows(
+    /// Calls `f(encoded row, any column null)` for every row of the file, with one buffer.
+    fn for_each_row(
         &self,
         file: &DataFile,
         batches: &[RecordBatch],
-        f: &mut dyn FnMut(u64, bool),
+        f: &mut dyn FnMut(&[u8], bool),
     ) -> Result<()> {
         let partition = self.partition_bytes(file);
         let mut buffer = Vec::with_capacity(256);
@@ -374,10 +374,22 @@ impl RowEncoder {
             for row in 0..batch.num_rows() {
                 buffer.clear();
                 let has_null = Self::encode_row(&columns, row, &mut buffer)?;
-                f(xxh64(&buffer, 0), has_null);
+                f(&buffer, has_null);
             }
         }
         Ok(())
+    }
+
+    /// Calls `f(hash, any column null)` for every row of the file.
+    fn hash_rows(
+        &self,
+        file: &DataFile,
+        batches: &[RecordBatch],
+        f: &mut dyn FnMut(u64, bool),
+    ) -> Result<()> {
+        self.for_each_row(file, batches, &mut |row, has_null| {
+            f(xxh64(row, 0), has_null)
+        })
     }
 
     /// Calls `f(encoded key)` for the rows without nulls whose hash is in `wanted`.
@@ -388,19 +400,11 @@ impl RowEncoder {
         wanted: &HashSet<u64>,
         f: &mut dyn FnMut(Vec<u8>),
     ) -> Result<()> {
-        let partition = self.partition_bytes(file);
-        let mut buffer = Vec::with_capacity(256);
-        for batch in batches {
-            let columns = self.resolve(batch, &partition);
-            for row in 0..batch.num_rows() {
-                buffer.clear();
-                let has_null = Self::encode_row(&columns, row, &mut buffer)?;
-                if !has_null && wanted.contains(&xxh64(&buffer, 0)) {
-                    f(buffer.clone());
-                }
+        self.for_each_row(file, batches, &mut |row, has_null| {
+            if !has_null && wanted.contains(&xxh64(row, 0)) {
+                f(row.to_vec());
             }
-        }
-        Ok(())
+        })
     }
 
     /// The encodings of the file's partition values, per column (empty for data columns).
