@@ -23,7 +23,9 @@
 //!    run chose may then be taken).
 //!
 //! Anything else (appends, transactions, domain metadata, removes of other files) does not
-//! conflict, and the commit is retried at the next version, up to [`MAX_COMMIT_ATTEMPTS`].
+//! conflict. After a lost race every commit up to the latest is checked in one pass and the
+//! commit is retried at the latest version plus one, up to [`MAX_COMMIT_ATTEMPTS`] lost races
+//! (however many versions other writers add meanwhile).
 //!
 //! # Row tracking
 //! On a table with the `rowTracking` feature (not suspended), each `add` gets a fresh
@@ -46,8 +48,15 @@ use crate::plan::Plan;
 use crate::rewrite::BinOutcome;
 use crate::table::TableView;
 
-/// How many versions a run tries before it gives up on a busy table.
+/// How many lost races (another writer took the version this run tried) a run survives
+/// before it gives up. Each lost race checks every newer commit in one pass and retries at
+/// the latest version plus one, so the count does not grow with the number of commits:
+/// a busy table that appends 20 times a second costs a race now and then, not a version each.
 pub const MAX_COMMIT_ATTEMPTS: usize = 100;
+
+/// The `commitInfo` field holding the run id ([`Plan::run_id`]) that names the files the
+/// commit adds.
+pub const COMMIT_INFO_RUN_ID: &str = "delta-layout.runId";
 
 /// The `engineInfo` written into each commit.
 pub const ENGINE_INFO: &str = concat!("delta-layout/", env!("CARGO_PKG_VERSION"));
@@ -159,6 +168,10 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
     info.insert(
         "operationMetrics".to_string(),
         metrics.to_operation_metrics(),
+    );
+    info.insert(
+        COMMIT_INFO_RUN_ID.to_string(),
+        Value::String(plan.run_id.clone()),
     );
     // Row tracking (PROTOCOL.md "Row Tracking"): fresh baseRowIds above the high-water mark,
     // and the preserved tag when the stable values went into the materialized columns.
@@ -303,7 +316,7 @@ fn commit_bytes(actions: &[Action], raw_paths: &HashMap<&str, &str>) -> Result<b
 ///
 /// # Errors
 /// * [`Error::ConcurrentModification`] when a newer commit conflicts (see the module docs),
-///   or after [`MAX_COMMIT_ATTEMPTS`] versions.
+///   or after [`MAX_COMMIT_ATTEMPTS`] lost races.
 /// * [`Error::Delta`] when the log cannot be written or read.
 pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
     let raw_paths: HashMap<&str, &str> = table
@@ -354,8 +367,15 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
         {
             Ok(()) => return Ok(version),
             Err(TransactionError::VersionAlreadyExists(_)) => {
-                check_winning_commit(table, log_store, version, &rewritten, tracks_rows).await?;
-                version += 1;
+                // Every commit since the last check, up to the latest, in one pass.
+                let latest = match log_store.get_latest_version(version).await {
+                    Ok(latest) => latest.max(version),
+                    Err(_) => return Err(damaged_entry(table, version)),
+                };
+                for winner in version..=latest {
+                    check_winning_commit(table, log_store, winner, &rewritten, tracks_rows).await?;
+                }
+                version = latest + 1;
                 bytes = at_version(version)?;
             }
             Err(e) => {
@@ -370,8 +390,21 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
         table: table.display_location(),
         read_version: table.version,
         winning_version: version - 1,
-        reason: format!("was one of {MAX_COMMIT_ATTEMPTS} newer commits, too many to retry"),
+        reason: format!(
+            "was taken by another writer in each of {MAX_COMMIT_ATTEMPTS} tries (no commit conflicted, but the table is too busy to win a race)"
+        ),
     })
+}
+
+/// The log entry at `version` exists (the atomic create refused it) but cannot be read.
+fn damaged_entry(table: &TableView, version: u64) -> Error {
+    Error::DamagedLog {
+        table: table.display_location(),
+        file: format!("_delta_log/{version:020}.json"),
+        message: "exists but is not a readable commit file (a directory, or unreadable); \
+                  nothing was committed"
+            .into(),
+    }
 }
 
 async fn check_winning_commit(
@@ -381,11 +414,10 @@ async fn check_winning_commit(
     rewritten: &HashSet<&str>,
     tracks_rows: bool,
 ) -> Result<()> {
-    let bytes = log_store
-        .read_commit_entry(version)
-        .await
-        .map_err(|e| Error::delta(format!("reading the winning commit {version}"), e))?
-        .ok_or_else(|| Error::Internal(format!("version {version} exists but cannot be read")))?;
+    let bytes = match log_store.read_commit_entry(version).await {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) | Err(_) => return Err(damaged_entry(table, version)),
+    };
     let text = String::from_utf8_lossy(&bytes);
     let conflict = |reason: String| Error::ConcurrentModification {
         table: table.display_location(),

@@ -3,7 +3,7 @@
 //! * **Bad input** (the user fixes the command line): [`Error::InvalidOption`],
 //!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`].
 //! * **Table state** (the user or another writer changed or owns the table):
-//!   [`Error::NotADeltaTable`], [`Error::UnsupportedFeatures`],
+//!   [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
 //!   [`Error::ConcurrentModification`], [`Error::DataFile`].
 //! * **I/O and formats** (storage or a library below us failed): [`Error::Delta`],
 //!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`].
@@ -69,6 +69,18 @@ pub enum Error {
         /// What deltalake reported.
         #[source]
         source: Box<DeltaTableError>,
+    },
+    /// A file of the Delta log is damaged: a commit that is a directory or not JSON, a
+    /// `metaData` whose `schemaString` does not parse, a checkpoint that is not Parquet.
+    /// Nothing was written.
+    #[error("table '{table}': log file '{file}' {message}")]
+    DamagedLog {
+        /// The table location.
+        table: String,
+        /// The log file, relative to the table root (`_delta_log/...`).
+        file: String,
+        /// What is wrong with it.
+        message: String,
     },
     /// The table uses protocol features this tool cannot rewrite safely. Nothing was written.
     #[error(

@@ -37,6 +37,7 @@
 
 #![deny(missing_docs)]
 
+pub mod column;
 pub mod commit;
 pub mod curve;
 pub mod error;

@@ -301,7 +301,10 @@ pub async fn rewrite(
         ));
     }
     table.protocol.check_writable(&table.display_location())?;
-    let plan = plan::plan(&table, &options.plan)?;
+    let mut plan = plan::plan(&table, &options.plan)?;
+    if plan.run_id.is_empty() {
+        plan.run_id = plan::new_run_id();
+    }
     let outcome = OptimizeOutcome {
         read_version: table.version,
         version: None,
@@ -338,6 +341,21 @@ pub async fn rewrite(
                 leaves.push(leaf.clone());
             }
         }
+    }
+    // Leftovers of runs that were killed: spill directories of dead processes, and (on a
+    // local table) commit staging files older than an hour.
+    if outcome.plan.clustering.is_some() {
+        let parent = options
+            .spill_directory
+            .clone()
+            .unwrap_or_else(std::env::temp_dir);
+        let removed = rewrite::leftovers::remove_dead_spill_directories(&parent);
+        if removed > 0 {
+            log::info!("removed {removed} spill directories of runs that died");
+        }
+    }
+    if let Ok(root) = table.location.to_file_path() {
+        rewrite::leftovers::remove_stale_commit_staging(&root, rewrite::leftovers::STAGING_MAX_AGE);
     }
     let context = RewriteContext {
         leaves,

@@ -454,10 +454,10 @@ pub fn typed_literal(
     parse_typed(data_type, &literal_text)
         .map(Some)
         .ok_or_else(|| Error::InvalidPredicate {
-            predicate: column.join("."),
+            predicate: crate::column::format_path(column),
             message: format!(
                 "literal {literal} does not fit column '{}' of type {data_type}",
-                column.join(".")
+                crate::column::format_path(column)
             ),
         })
 }
@@ -469,7 +469,7 @@ fn compare(
     literal: &Literal,
 ) -> Result<Option<Ordering>> {
     let bad = |message: String| Error::InvalidPredicate {
-        predicate: column.join("."),
+        predicate: crate::column::format_path(column),
         message,
     };
     let literal_text = match literal {
@@ -480,7 +480,7 @@ fn compare(
     let Some(right) = parse_typed(data_type, &literal_text) else {
         return Err(bad(format!(
             "literal {literal} does not fit column '{}' of type {data_type}",
-            column.join(".")
+            crate::column::format_path(column)
         )));
     };
     let Some(actual) = actual else {
@@ -489,7 +489,7 @@ fn compare(
     let left = parse_typed(data_type, actual).ok_or_else(|| {
         bad(format!(
             "value '{actual}' of column '{}' does not parse as {data_type}",
-            column.join(".")
+            crate::column::format_path(column)
         ))
     })?;
     Ok(left.compare(&right))

@@ -86,11 +86,8 @@ impl Layout {
             "hilbert" => Curve::Hilbert,
             _ => return Err(bad()),
         };
-        let columns: Vec<String> = columns
-            .split(',')
-            .map(|c| c.trim().to_string())
-            .filter(|c| !c.is_empty())
-            .collect();
+        let columns: Vec<String> = crate::column::split_list(columns)
+            .map_err(|message| Error::invalid_option("--layout", message))?;
         if columns.is_empty() {
             return Err(bad());
         }

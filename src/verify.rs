@@ -338,13 +338,28 @@ impl RowEncoder {
     fn project(mut self, table: &TableView, names: &[String]) -> Result<Self> {
         let mut out = Vec::new();
         for name in names {
-            let found = self.columns.iter().find(|(c, _)| c == name).or_else(|| {
+            // A top-level name: `a.b` back-quoted, or a plain identifier.
+            let wanted = match crate::column::parse_path(name) {
+                Ok(path) if path.len() == 1 => path.into_iter().next().unwrap_or_default(),
+                Ok(_) => {
+                    return Err(Error::UnknownColumn {
+                        column: name.clone(),
+                        message: "in --unique is a nested field; --unique takes top-level columns (back-quote a name that holds a dot: `a.b`)".into(),
+                    });
+                }
+                Err(message) => return Err(Error::invalid_option("--unique", message)),
+            };
+            let found = self.columns.iter().find(|(c, _)| *c == wanted).or_else(|| {
                 self.columns
                     .iter()
-                    .find(|(c, _)| c.eq_ignore_ascii_case(name))
+                    .find(|(c, _)| c.eq_ignore_ascii_case(&wanted))
             });
             let Some(column) = found else {
-                let known: Vec<&str> = self.columns.iter().map(|(c, _)| c.as_str()).collect();
+                let known: Vec<String> = self
+                    .columns
+                    .iter()
+                    .map(|(c, _)| crate::column::format_path(std::slice::from_ref(c)))
+                    .collect();
                 return Err(Error::UnknownColumn {
                     column: name.clone(),
                     message: format!(

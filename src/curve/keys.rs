@@ -63,7 +63,7 @@ fn converter(data_type: &DataType) -> Result<RowConverter> {
 
 /// Replaces `-0.0` by `0.0` and every NaN by one canonical NaN, so the row format's total
 /// order matches the documented one. Other arrays pass through.
-fn normalize(array: &ArrayRef) -> ArrayRef {
+pub(crate) fn normalize(array: &ArrayRef) -> ArrayRef {
     match array.data_type() {
         DataType::Float32 => {
             let a = array.as_primitive::<Float32Type>();

@@ -167,12 +167,18 @@ impl Clustering {
 /// column, an unknown column, or a column of a type without order (struct, map, array).
 pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering> {
     let flag = format!("--{}", curve_name(request.curve));
+    let requested = request
+        .columns
+        .iter()
+        .map(|name| {
+            crate::column::parse_path(name).map_err(|message| Error::invalid_option(&flag, message))
+        })
+        .collect::<Result<Vec<_>>>()?;
     if let Some(declared) = &table.clustering_columns {
-        let same = declared.len() == request.columns.len()
-            && declared
-                .iter()
-                .zip(&request.columns)
-                .all(|(a, b)| a.eq_ignore_ascii_case(b.trim()));
+        let same = declared.len() == requested.len()
+            && declared.iter().zip(&requested).all(|(a, b)| {
+                crate::column::parse_path(a).is_ok_and(|a| crate::column::eq_ignore_case(&a, b))
+            });
         if !same {
             return Err(Error::invalid_option(
                 flag,
@@ -197,26 +203,27 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
     }
     let leaves = table.data_leaf_columns();
     let mut resolved: Vec<LeafColumn> = Vec::new();
-    for name in &request.columns {
+    for (name, path) in request.columns.iter().zip(&requested) {
         let name = name.trim();
         let unknown = |message: String| Error::UnknownColumn {
             column: name.to_string(),
             message,
         };
-        if table
-            .partition_columns
-            .iter()
-            .any(|p| p.eq_ignore_ascii_case(name))
+        if path.len() == 1
+            && table
+                .partition_columns
+                .iter()
+                .any(|p| p.eq_ignore_ascii_case(&path[0]))
         {
             return Err(unknown(format!(
                 "in {flag} is a partition column: files never straddle partitions, so clustering on it does nothing"
             )));
         }
-        let exact: Vec<&LeafColumn> = leaves.iter().filter(|l| l.display_name() == name).collect();
+        let exact: Vec<&LeafColumn> = leaves.iter().filter(|l| &l.logical == path).collect();
         let matches = if exact.is_empty() {
             leaves
                 .iter()
-                .filter(|l| l.display_name().eq_ignore_ascii_case(name))
+                .filter(|l| crate::column::eq_ignore_case(&l.logical, path))
                 .collect()
         } else {
             exact
@@ -224,11 +231,10 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
         let leaf = match matches.as_slice() {
             [one] => (*one).clone(),
             [] => {
-                let prefix = format!("{}.", name.to_ascii_lowercase());
-                if leaves
-                    .iter()
-                    .any(|l| l.display_name().to_ascii_lowercase().starts_with(&prefix))
-                {
+                if leaves.iter().any(|l| {
+                    l.logical.len() > path.len()
+                        && crate::column::eq_ignore_case(&l.logical[..path.len()], path)
+                }) {
                     return Err(unknown(format!(
                         "in {flag} is a struct, which has no order (name one of its fields as {name}.field)"
                     )));

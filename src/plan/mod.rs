@@ -10,6 +10,7 @@
 
 pub mod binpack;
 pub mod cluster;
+pub mod directory;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -48,6 +49,7 @@ pub struct PlanOptions {
     predicate: Option<String>,
     rewrite_all: bool,
     target_file_bytes: Option<u64>,
+    run_id: Option<String>,
 }
 
 impl Default for PlanOptions {
@@ -59,11 +61,26 @@ impl Default for PlanOptions {
             predicate: None,
             rewrite_all: false,
             target_file_bytes: None,
+            run_id: None,
         }
     }
 }
 
+/// A fresh run id: the first 16 lowercase hex digits of a random UUID (60 random bits).
+#[must_use]
+pub fn new_run_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..16].to_string()
+}
+
 impl PlanOptions {
+    /// The run's id, which names every file it writes ([`Plan::run_id`]). Without one,
+    /// [`plan`] leaves it empty and `optimize` draws a fresh one ([`new_run_id`]) per run.
+    #[must_use]
+    pub fn with_run_id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
     /// The target output file size in bytes. Defaults to the table property
     /// `delta.targetFileSize`, else [`autotuned_target_bytes`] of the table size.
     #[must_use]
@@ -190,8 +207,17 @@ pub struct Bin {
 pub struct PartitionPlan {
     /// Partition values parallel to [`TableView::partition_columns`]; empty when unpartitioned.
     pub values: Vec<Option<String>>,
-    /// Display form, e.g. `date=2024-01-01/region=null`, or `(table)` when unpartitioned.
+    /// The values as the log spells them (see [`crate::table::DataFile::raw_partition_values`]);
+    /// every input file of the partition has exactly these, and so do the files written.
+    pub raw_values: Vec<Option<String>>,
+    /// Display form, e.g. `date=2024-01-01/region=null` (an empty string as `''`), or
+    /// `(table)` when unpartitioned.
     pub display: String,
+    /// The directory new files go to, relative to the table root (not URI-encoded): the one
+    /// every existing file of the partition lives in when they agree on one (whatever
+    /// escaping their writer used), else the Hive-style name
+    /// ([`directory::partition_directory`]); empty when unpartitioned.
+    pub directory: String,
     /// The bins, in order of their first file.
     pub bins: Vec<Bin>,
 }
@@ -217,6 +243,10 @@ pub struct Plan {
     pub partitions: Vec<PartitionPlan>,
     /// The clustering, when the run clusters (one bin per partition, all its files).
     pub clustering: Option<cluster::Clustering>,
+    /// The run's id: every data file it writes is named `part-<bin>-<run id>-...`, and its
+    /// commit records it in `commitInfo` (`delta-layout.runId`), so files of a run that
+    /// died before committing can be told apart from those of live runs.
+    pub run_id: String,
 }
 
 impl Plan {
@@ -333,7 +363,11 @@ pub fn display_partition(columns: &[String], values: &[Option<String>]) -> Strin
     columns
         .iter()
         .zip(values)
-        .map(|(c, v)| format!("{c}={}", v.as_deref().unwrap_or("null")))
+        .map(|(c, v)| match v.as_deref() {
+            None => format!("{c}=null"),
+            Some("") => format!("{c}=''"),
+            Some(v) => format!("{c}={v}"),
+        })
         .collect::<Vec<_>>()
         .join("/")
 }
@@ -403,10 +437,12 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         .map(|request| cluster::resolve(table, request))
         .transpose()?;
 
+    // Grouped by the values as the log spells them: an empty string and a null are both
+    // null to the protocol, but not to every reader, so they are never mixed in one file.
     let mut groups: BTreeMap<&[Option<String>], Vec<usize>> = BTreeMap::new();
     for (index, file) in table.files.iter().enumerate() {
         groups
-            .entry(file.partition_values.as_slice())
+            .entry(file.raw_partition_values.as_slice())
             .or_default()
             .push(index);
     }
@@ -414,7 +450,8 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
     let mut num_partitions_selected = 0;
     let mut partitions = Vec::new();
     let mut next_bin_id = 0;
-    for (values, indices) in groups {
+    for (raw_values, indices) in groups {
+        let values = table.files[indices[0]].partition_values.as_slice();
         if let Some(predicate) = &predicate {
             let selected = predicate
                 .evaluate(&|column: &[String]| {
@@ -508,7 +545,9 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         if !bins.is_empty() {
             partitions.push(PartitionPlan {
                 values: values.to_vec(),
-                display: display_partition(&table.partition_columns, values),
+                raw_values: raw_values.to_vec(),
+                display: display_partition(&table.partition_columns, raw_values),
+                directory: directory::output_directory(table, &indices, raw_values),
                 bins,
             });
         }
@@ -523,6 +562,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         num_partitions_selected,
         partitions,
         clustering,
+        run_id: options.run_id.clone().unwrap_or_default(),
     })
 }
 
@@ -541,7 +581,10 @@ fn partition_type(table: &TableView, position: usize) -> Result<&DataType> {
 fn partition_predicate(table: &TableView, text: &str) -> Result<Predicate> {
     let mut predicate = Predicate::parse(text)?;
     let resolve = |column: &[String]| -> Result<String> {
-        let name = column.join(".");
+        let name = match column {
+            [one] => one.clone(),
+            nested => crate::column::format_path(nested),
+        };
         if let Some(exact) = table.partition_columns.iter().find(|c| **c == name) {
             return Ok(exact.clone());
         }

@@ -54,7 +54,7 @@ impl ColumnRef {
     /// columns it has), or when the column's type has no order (arrays, maps, structs,
     /// variants), so min/max stats cannot describe it.
     pub fn resolve(table: &TableView, path: &[String]) -> Result<Self> {
-        let wanted = path.join(".");
+        let wanted = crate::column::format_path(path);
         let mut candidates: Vec<Self> = table
             .partition_columns
             .iter()
@@ -62,7 +62,7 @@ impl ColumnRef {
             .filter_map(|(i, name)| {
                 let field = table.schema.fields().find(|f| f.name() == name)?;
                 Some(Self {
-                    name: name.clone(),
+                    name: crate::column::format_path(std::slice::from_ref(name)),
                     logical: vec![name.clone()],
                     physical: vec![table.partition_physical_names[i].clone()],
                     data_type: field.data_type().clone(),
@@ -84,7 +84,7 @@ impl ColumnRef {
             .or_else(|| {
                 let folded: Vec<&Self> = candidates
                     .iter()
-                    .filter(|c| c.name.eq_ignore_ascii_case(&wanted))
+                    .filter(|c| crate::column::eq_ignore_case(&c.logical, path))
                     .collect();
                 match folded.as_slice() {
                     [one] => Some((*one).clone()),

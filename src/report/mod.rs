@@ -326,11 +326,8 @@ impl<'t> Analysis<'t> {
             Some(names) => {
                 let mut out: Vec<ColumnRef> = Vec::new();
                 for name in names {
-                    let path: Vec<String> = name
-                        .trim()
-                        .split('.')
-                        .map(|p| p.trim().to_string())
-                        .collect();
+                    let path = crate::column::parse_path(name)
+                        .map_err(|message| Error::invalid_option("--columns", message))?;
                     let column = ColumnRef::resolve(table, &path)?;
                     if out.iter().any(|c| c.logical == column.logical) {
                         return Err(Error::UnknownColumn {

@@ -10,8 +10,11 @@
 //!    ([`range_boundaries`]).
 //! 4. Route every row to its range by its key (binary search over the boundaries): in memory
 //!    as (key, batch, row) triples, out of core into spill files.
-//! 5. For each range, in parallel: sort its rows by key (stable), gather and write them in
-//!    order to rolling files tagged with the cube, so rows inside a file follow the curve too.
+//! 5. For each range, in parallel: sort its rows by key and, among equal keys, by the
+//!    clustering columns' values (in the order of [`crate::curve::keys`]; rows equal in both
+//!    keep their routing order), gather and write them in order to rolling files tagged with
+//!    the cube. Rows inside a file follow the curve, and with one column they are sorted by
+//!    value, so Parquet row-group and page statistics are as tight as they can be.
 //!
 //! # Memory
 //! Step 1 keeps the rows it reads while their Arrow memory stays within the budget
@@ -28,14 +31,17 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
-use deltalake::arrow::array::{RecordBatch, UInt32Array};
-use deltalake::arrow::compute::{concat_batches, interleave_record_batch, take_record_batch};
+use deltalake::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use deltalake::arrow::compute::{
+    LexicographicalComparator, SortColumn, SortOptions, concat, concat_batches,
+    interleave_record_batch, take_record_batch,
+};
 use rayon::prelude::*;
 
 use super::stats::leaf_values;
 use super::write::{RollingWriter, WriterConfig, WrittenFile};
 use super::{READ_ROWS_PER_WRITE, RewriteContext};
-use crate::curve::keys::{ColumnBuckets, DEFAULT_SAMPLE_ROWS, Reservoir};
+use crate::curve::keys::{ColumnBuckets, DEFAULT_SAMPLE_ROWS, Reservoir, normalize};
 use crate::curve::{Curve, bits_per_dimension};
 use crate::error::{Error, Result};
 use crate::plan::Bin;
@@ -53,7 +59,7 @@ pub(crate) fn run(
     clustering: &Clustering,
     context: &RewriteContext,
     bin: &Bin,
-    config: &(dyn Fn(BTreeMap<String, String>) -> WriterConfig + Sync),
+    config: &(dyn Fn(BTreeMap<String, String>, usize) -> WriterConfig + Sync),
     progress: &dyn Progress,
     written: &mut Vec<WrittenFile>,
 ) -> Result<(u64, bool)> {
@@ -142,10 +148,11 @@ pub(crate) fn run(
             }
         }
         drop(keys);
+        let ties = std::sync::Arc::new(TieBreak::of_batches(&batches, clustering)?);
         let shared = std::sync::Arc::new(batches);
         members
             .into_iter()
-            .map(|rows| RangeRows::Indexed(shared.clone(), rows))
+            .map(|rows| RangeRows::Indexed(shared.clone(), ties.clone(), rows))
             .collect()
     } else {
         let spill =
@@ -186,16 +193,16 @@ pub(crate) fn run(
             .max(1)
     };
     let mut results: Vec<(Result<()>, Vec<WrittenFile>)> = Vec::new();
-    let mut ranges = ranges.into_iter().peekable();
+    let mut ranges = ranges.into_iter().enumerate().peekable();
     while ranges.peek().is_some() {
-        let wave: Vec<RangeRows> = ranges.by_ref().take(parallel).collect();
+        let wave: Vec<(usize, RangeRows)> = ranges.by_ref().take(parallel).collect();
         results.extend(
             wave.into_par_iter()
-                .map(|range| {
-                    let mut writer = RollingWriter::new(config(tags.clone()));
+                .map(|(index, range)| {
+                    let mut writer = RollingWriter::new(config(tags.clone(), index));
                     let result = match range {
-                        RangeRows::Indexed(batches, rows) => {
-                            write_indexed_range(&mut writer, &batches, rows, context)
+                        RangeRows::Indexed(batches, ties, rows) => {
+                            write_indexed_range(&mut writer, &batches, &ties, rows, context)
                         }
                         RangeRows::Spilled(None) => Ok(()),
                         RangeRows::Spilled(Some(file)) => file
@@ -222,8 +229,13 @@ pub(crate) fn run(
 
 /// The rows of one range: in memory, or in a spill file.
 enum RangeRows {
-    /// Rows of in-memory batches: (key, batch, row), in routing order.
-    Indexed(std::sync::Arc<Vec<RecordBatch>>, Vec<(u64, u32, u32)>),
+    /// Rows of in-memory batches: (key, batch, row), in routing order, with the clustering
+    /// columns of all batches for ordering equal keys.
+    Indexed(
+        std::sync::Arc<Vec<RecordBatch>>,
+        std::sync::Arc<TieBreak>,
+        Vec<(u64, u32, u32)>,
+    ),
     /// A spill file (keys are computed again when it is read).
     Spilled(Option<spill::SpillFile>),
 }
@@ -275,9 +287,12 @@ fn write_range(
         .map_err(|e| Error::arrow("gathering a range", e))?;
     drop(parts);
     let keys = row_keys(&batch, router.clustering, router.buckets)?;
-    // A stable sort: equal keys keep their routing order, so both memory modes agree.
+    // Stable sorts: rows equal in key and values keep their routing order, so both memory
+    // modes agree.
     let mut order: Vec<u32> = (0..u32::try_from(batch.num_rows()).unwrap_or(u32::MAX)).collect();
     order.sort_by_key(|&i| keys[i as usize]);
+    let ties = TieBreak::of_batches(std::slice::from_ref(&batch), router.clustering)?;
+    ties.order_runs(&mut order, |&i| keys[i as usize], |&i| i as usize)?;
     let sorted = take_record_batch(&batch, &UInt32Array::from(order))
         .map_err(|e| Error::arrow("sorting a range", e))?;
     drop(batch);
@@ -295,6 +310,7 @@ fn write_range(
 fn write_indexed_range(
     writer: &mut RollingWriter,
     batches: &[RecordBatch],
+    ties: &TieBreak,
     mut rows: Vec<(u64, u32, u32)>,
     context: &RewriteContext,
 ) -> Result<()> {
@@ -305,6 +321,11 @@ fn write_indexed_range(
         return Ok(());
     }
     rows.sort_by_key(|r| r.0);
+    ties.order_runs(
+        &mut rows,
+        |r| r.0,
+        |r| ties.offsets[r.1 as usize] + r.2 as usize,
+    )?;
     let sources: Vec<&RecordBatch> = batches.iter().collect();
     for chunk in rows.chunks(READ_ROWS_PER_WRITE) {
         let indices: Vec<(usize, usize)> = chunk
@@ -316,6 +337,85 @@ fn write_indexed_range(
         writer.write(&batch)?;
     }
     writer.finish()
+}
+
+/// The clustering columns' values of a set of batches, concatenated (row `r` of batch `b` is
+/// row `offsets[b] + r`), to order rows whose curve keys are equal.
+pub(crate) struct TieBreak {
+    columns: Vec<ArrayRef>,
+    offsets: Vec<usize>,
+}
+
+impl TieBreak {
+    fn of_batches(batches: &[RecordBatch], clustering: &Clustering) -> Result<Self> {
+        let mut offsets = Vec::with_capacity(batches.len());
+        if batches.is_empty() {
+            return Ok(Self {
+                columns: Vec::new(),
+                offsets,
+            });
+        }
+        let mut total = 0;
+        for batch in batches {
+            offsets.push(total);
+            total += batch.num_rows();
+        }
+        let columns = clustering
+            .leaves
+            .iter()
+            .map(|leaf| {
+                let parts = batches
+                    .iter()
+                    .map(|b| leaf_values(b, &leaf.physical).map(|a| normalize(&a)))
+                    .collect::<Result<Vec<_>>>()?;
+                let refs: Vec<&dyn deltalake::arrow::array::Array> =
+                    parts.iter().map(AsRef::as_ref).collect();
+                concat(&refs).map_err(|e| Error::arrow("gathering clustering values", e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { columns, offsets })
+    }
+
+    /// Sorts each run of equal keys in `items` (already sorted by `key`) by the clustering
+    /// columns' values of the rows `index` names: nulls first, the order of
+    /// [`crate::curve::keys`] (floats by total order after `-0.0` and NaN are normalized).
+    /// Stable, so rows equal in every column keep their order.
+    fn order_runs<T>(
+        &self,
+        items: &mut [T],
+        key: impl Fn(&T) -> u64,
+        index: impl Fn(&T) -> usize,
+    ) -> Result<()> {
+        if self.columns.is_empty() {
+            return Ok(());
+        }
+        let sort_columns: Vec<SortColumn> = self
+            .columns
+            .iter()
+            .map(|c| SortColumn {
+                values: c.clone(),
+                options: Some(SortOptions {
+                    descending: false,
+                    nulls_first: true,
+                }),
+            })
+            .collect();
+        let comparator = LexicographicalComparator::try_new(&sort_columns)
+            .map_err(|e| Error::arrow("ordering rows of equal keys", e))?;
+        let mut start = 0;
+        while start < items.len() {
+            let k = key(&items[start]);
+            let mut end = start + 1;
+            while end < items.len() && key(&items[end]) == k {
+                end += 1;
+            }
+            if end - start > 1 {
+                items[start..end].sort_by(|a, b| comparator.compare(index(a), index(b)));
+            }
+            start = end;
+        }
+        Ok(())
+    }
 }
 
 /// Share of a range's rows a boundary may move to land on a rounder key: 1/8 each way.
@@ -495,7 +595,7 @@ mod spill {
         pub(super) fn create(parent: Option<&Path>, ranges: usize) -> Result<Self> {
             let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
             let directory = tempfile::Builder::new()
-                .prefix("delta-layout-spill-")
+                .prefix(&super::super::leftovers::spill_prefix())
                 .tempdir_in(&parent)
                 .map_err(|e| io(&parent, e))?;
             Ok(Self {

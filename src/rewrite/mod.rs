@@ -11,6 +11,8 @@
 //! on it (they are never tokio workers).
 
 pub mod cluster;
+mod convert;
+pub mod leftovers;
 pub mod read;
 pub mod stats;
 pub mod write;
@@ -25,7 +27,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::plan::{Bin, Plan};
+use crate::plan::{Bin, PartitionPlan, Plan};
 use crate::progress::Progress;
 use crate::table::TableView;
 pub use write::WrittenFile;
@@ -93,14 +95,14 @@ pub(crate) fn execute(
         .thread_name(|i| format!("delta-layout-{i}"))
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the worker pool: {e}")))?;
-    let work: Vec<(&Bin, &[Option<String>])> = plan
+    let work: Vec<(&Bin, &PartitionPlan)> = plan
         .partitions
         .iter()
-        .flat_map(|p| p.bins.iter().map(move |b| (b, p.values.as_slice())))
+        .flat_map(|p| p.bins.iter().map(move |b| (b, p)))
         .collect();
     let results: Vec<(Result<BinOutcome>, Vec<WrittenFile>)> = pool.install(|| {
         work.par_iter()
-            .map(|(bin, values)| run_bin(table, plan, context, bin, values, progress))
+            .map(|(bin, partition)| run_bin(table, plan, context, bin, partition, progress))
             .collect()
     });
     let mut outcomes = Vec::with_capacity(results.len());
@@ -145,15 +147,17 @@ fn run_bin(
     plan: &Plan,
     context: &RewriteContext,
     bin: &Bin,
-    values: &[Option<String>],
+    partition: &PartitionPlan,
     progress: &dyn Progress,
 ) -> (Result<BinOutcome>, Vec<WrittenFile>) {
     progress.bin_started(bin);
-    let directory = write::partition_directory(&table.partition_physical_names, values);
-    let config = |tags: BTreeMap<String, String>| write::WriterConfig {
+    let directory = partition.directory.clone();
+    let config = |tags: BTreeMap<String, String>, writer: usize| write::WriterConfig {
         schema: context.reader.target_schema.clone(),
         directory: directory.clone(),
         bin_id: bin.id,
+        run_id: plan.run_id.clone(),
+        writer,
         target_file_bytes: plan.target_file_bytes,
         leaves: context.leaves.clone(),
         with_tight_bounds: context.with_tight_bounds,
@@ -176,7 +180,7 @@ fn run_bin(
             table,
             context,
             bin,
-            config(BTreeMap::new()),
+            config(BTreeMap::new(), 0),
             progress,
             &mut written,
         )

@@ -12,11 +12,11 @@ use deltalake::arrow::array::{
     Array, ArrayRef, BooleanArray, ListArray, MapArray, RecordBatch, RecordBatchOptions,
     StructArray, new_null_array,
 };
-use deltalake::arrow::compute::{cast, filter_record_batch};
+use deltalake::arrow::compute::filter_record_batch;
 use deltalake::arrow::datatypes::{DataType as ArrowType, Field, FieldRef, Fields, SchemaRef};
 use deltalake::parquet::arrow::PARQUET_FIELD_ID_META_KEY;
 use deltalake::parquet::arrow::arrow_reader::{
-    ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use deltalake::{ObjectStore, Path};
 use object_store::ObjectStoreExt as _;
@@ -167,8 +167,21 @@ impl Reader {
             source: Some(Box::new(source)),
         };
         let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-        let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options)
-            .map_err(corrupt)?;
+        let metadata = ArrowReaderMetadata::load(&bytes, options.clone()).map_err(corrupt)?;
+        // INT96 timestamps straight to microseconds: through 64-bit nanoseconds they wrap
+        // outside the years 1677 to 2262.
+        let metadata = match super::convert::int96_as_micros(
+            metadata.metadata().file_metadata().schema_descr(),
+            metadata.schema(),
+        ) {
+            Some(hinted) => ArrowReaderMetadata::try_new(
+                metadata.metadata().clone(),
+                options.with_schema(hinted),
+            )
+            .map_err(corrupt)?,
+            None => metadata,
+        };
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, metadata);
         let physical_rows = u64::try_from(builder.metadata().file_metadata().num_rows())
             .map_err(|_| Error::data_file(&file.path, "has a negative row count"))?;
         if let Some(recorded) = file.num_records()
@@ -461,6 +474,7 @@ fn align_array(array: &ArrayRef, target: &Field, mode: ColumnMappingMode) -> Res
                 .map_err(|e| Error::arrow(context(), e))?,
             ))
         }
-        (target_type, _) => cast(array, target_type).map_err(|e| Error::arrow(context(), e)),
+        (target_type, _) => super::convert::convert_exact(array, target_type)
+            .map_err(|e| Error::data_file("", format!("column '{}' {}", target.name(), e.0))),
     }
 }

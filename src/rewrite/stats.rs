@@ -22,7 +22,7 @@
 
 use std::fmt::Write as _;
 
-use chrono::DateTime;
+use chrono::{DateTime, Datelike as _};
 use deltalake::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
 use deltalake::arrow::buffer::NullBuffer;
 use deltalake::arrow::compute::{filter, is_not_null};
@@ -46,16 +46,8 @@ pub const STRING_PREFIX_CHARS: usize = 32;
 pub fn indexed_columns(table: &TableView) -> Result<Vec<LeafColumn>> {
     let leaves = table.data_leaf_columns();
     if let Some(list) = table.property(PROP_STATS_COLUMNS) {
-        let wanted: Vec<Vec<String>> = list
-            .split(',')
-            .map(|c| {
-                c.trim()
-                    .split('.')
-                    .map(|p| p.trim().trim_matches('`').to_string())
-                    .collect()
-            })
-            .filter(|p: &Vec<String>| !p.iter().all(String::is_empty))
-            .collect();
+        let wanted: Vec<Vec<String>> = crate::column::parse_list(list)
+            .map_err(|message| Error::invalid_option(PROP_STATS_COLUMNS, message))?;
         return Ok(leaves
             .into_iter()
             .filter(|leaf| {
@@ -209,10 +201,12 @@ impl StatsCollector {
                 continue;
             }
             let kind = leaf_kind(&leaf.data_type);
-            if let (Some(lo), Some(hi)) = (&state.min, &state.max)
-                && let (Some(lo), Some(hi)) = (render(lo, kind, false), render(hi, kind, true))
-            {
+            // Each bound on its own: one that cannot be written (a timestamp rounded up past
+            // year 9999) leaves the other standing.
+            if let Some(lo) = state.min.as_ref().and_then(|lo| render(lo, kind, false)) {
                 min.insert(&leaf.physical, Json::Raw(lo));
+            }
+            if let Some(hi) = state.max.as_ref().and_then(|hi| render(hi, kind, true)) {
                 max.insert(&leaf.physical, Json::Raw(hi));
             }
         }
@@ -375,6 +369,11 @@ fn render(bound: &Bound, kind: Kind, upper: bool) -> Option<String> {
         (Bound::Int(v), Kind::Date) => {
             let days = i64::try_from(*v).ok()?;
             let date = DateTime::from_timestamp(days * 86_400, 0)?.date_naive();
+            // Outside years 1 to 9999 the ISO form needs a sign that readers do not parse:
+            // no bound is written (a missing bound skips nothing, a wrong one loses rows).
+            if !(1..=9999).contains(&date.year()) {
+                return None;
+            }
             json_string(&date.format("%Y-%m-%d").to_string())
         }
         (Bound::Int(micros), Kind::Timestamp { utc }) => {
@@ -385,6 +384,9 @@ fn render(bound: &Bound, kind: Kind, upper: bool) -> Option<String> {
                 micros.div_euclid(1000)
             };
             let ts = DateTime::from_timestamp_millis(millis)?.naive_utc();
+            if !(1..=9999).contains(&ts.year()) {
+                return None;
+            }
             let text = ts.format("%Y-%m-%dT%H:%M:%S%.3f").to_string();
             json_string(&if utc { format!("{text}Z") } else { text })
         }

@@ -2,8 +2,9 @@
 //!
 //! Files roll over once the bytes already flushed reach the target; row groups are flushed
 //! when their in-memory size reaches a quarter of the target (at most 128 MiB), so a file
-//! exceeds the target by at most one row group. File names follow Spark:
-//! `part-<bin>-<uuid>-c<seq>.snappy.parquet`, inside the partition's Hive-style directory.
+//! exceeds the target by at most one row group. File names follow Spark's shape:
+//! `part-<bin>-<run id>-<writer>-<random>-c<seq>.snappy.parquet`, inside the partition's directory
+//! ([`crate::plan::PartitionPlan::directory`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +15,6 @@ use deltalake::parquet::arrow::ArrowWriter;
 use deltalake::parquet::basic::Compression;
 use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::{ObjectStore, Path};
-use object_store::ObjectStoreExt as _;
 
 use super::stats::StatsCollector;
 use crate::error::{Error, Result};
@@ -23,46 +23,7 @@ use crate::table::LeafColumn;
 /// Largest row group buffered in memory before it is flushed, bytes.
 pub const MAX_ROW_GROUP_BYTES: u64 = 128 << 20;
 
-/// Characters escaped in partition directory names (Hive's `escapePathName`, as Spark and
-/// Delta writers use it), besides control characters.
-const ESCAPED: &[char] = &[
-    '"', '#', '%', '\'', '*', '/', ':', '=', '?', '\\', '\u{7f}', '{', '[', ']', '^',
-];
-
-/// The value Hive and Delta writers use for a null partition value in a directory name.
-pub const NULL_PARTITION_DIR_VALUE: &str = "__HIVE_DEFAULT_PARTITION__";
-
-/// Escapes one path element the way Hive/Spark do (`%XX`, upper case hex).
-#[must_use]
-pub fn escape_path_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if c.is_ascii_control() || ESCAPED.contains(&c) {
-            out.push_str(&format!("%{:02X}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The Hive-style directory of a partition: `col=value/col2=value2` with escaping, null (and
-/// empty) values as [`NULL_PARTITION_DIR_VALUE`]; empty for an unpartitioned table.
-#[must_use]
-pub fn partition_directory(physical_names: &[String], values: &[Option<String>]) -> String {
-    physical_names
-        .iter()
-        .zip(values)
-        .map(|(name, value)| {
-            let value = match value.as_deref() {
-                None | Some("") => NULL_PARTITION_DIR_VALUE.to_string(),
-                Some(v) => escape_path_name(v),
-            };
-            format!("{}={value}", escape_path_name(name))
-        })
-        .collect::<Vec<_>>()
-        .join("/")
-}
+pub use crate::plan::directory::{NULL_PARTITION_DIR_VALUE, escape_path_name, partition_directory};
 
 /// One file written by a bin.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +46,8 @@ pub(crate) struct RollingWriter {
     schema: SchemaRef,
     directory: String,
     bin_id: usize,
+    run_id: String,
+    writer: usize,
     target_file_bytes: u64,
     leaves: Vec<LeafColumn>,
     with_tight_bounds: bool,
@@ -102,6 +65,11 @@ pub(crate) struct WriterConfig {
     pub schema: SchemaRef,
     pub directory: String,
     pub bin_id: usize,
+    /// [`crate::plan::Plan::run_id`].
+    pub run_id: String,
+    /// The writer's number inside its bin (a clustering range; 0 for compaction), so that
+    /// file names are unique without a random part.
+    pub writer: usize,
     pub target_file_bytes: u64,
     pub leaves: Vec<LeafColumn>,
     pub with_tight_bounds: bool,
@@ -116,6 +84,8 @@ impl RollingWriter {
             schema: config.schema,
             directory: config.directory,
             bin_id: config.bin_id,
+            run_id: config.run_id,
+            writer: config.writer,
             target_file_bytes: config.target_file_bytes,
             leaves: config.leaves,
             with_tight_bounds: config.with_tight_bounds,
@@ -175,10 +145,14 @@ impl RollingWriter {
             return Ok(());
         };
         let seq = self.written.len();
+        // The run id tells which run wrote a file; the writer number and a random part keep
+        // names unique, and the put below never replaces an existing object.
         let name = format!(
-            "part-{:05}-{}-c{seq:03}.snappy.parquet",
+            "part-{:05}-{}-{:05}-{}-c{seq:03}.snappy.parquet",
             self.bin_id,
-            uuid::Uuid::new_v4()
+            self.run_id,
+            self.writer,
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
         let path = if self.directory.is_empty() {
             name
@@ -192,7 +166,11 @@ impl RollingWriter {
         let size_bytes = bytes.len() as u64;
         let location = Path::parse(&path).unwrap_or_else(|_| Path::from(path.as_str()));
         self.runtime
-            .block_on(self.store.put(&location, bytes.into()))
+            .block_on(self.store.put_opts(
+                &location,
+                bytes.into(),
+                object_store::PutOptions::from(object_store::PutMode::Create),
+            ))
             .map_err(|source| Error::ObjectStore {
                 path: path.clone(),
                 source: Box::new(source),
@@ -219,6 +197,7 @@ mod tests {
     use deltalake::arrow::array::{Int64Array, StringArray};
     use deltalake::arrow::datatypes::{DataType, Field, Schema};
     use deltalake::kernel::{DataType as DeltaType, PrimitiveType};
+    use object_store::ObjectStoreExt as _;
 
     #[test]
     fn rolls_files_at_the_target_and_keeps_every_row() {
@@ -237,6 +216,8 @@ mod tests {
             schema: schema.clone(),
             directory: "p=1".into(),
             bin_id: 7,
+            run_id: "0123456789abcdef".into(),
+            writer: 3,
             target_file_bytes: 20_000,
             leaves: vec![
                 leaf("id", PrimitiveType::Long),
@@ -269,7 +250,12 @@ mod tests {
         assert_eq!(files.iter().map(|f| f.num_records).sum::<u64>(), 40_000);
         let mut next_id = 0;
         for file in &files {
-            assert!(file.path.starts_with("p=1/part-00007-"), "{}", file.path);
+            assert!(
+                file.path
+                    .starts_with("p=1/part-00007-0123456789abcdef-00003-"),
+                "{}",
+                file.path
+            );
             let location = Path::parse(&file.path).unwrap();
             let bytes = runtime
                 .block_on(async { store.get(&location).await.unwrap().bytes().await })

@@ -10,6 +10,7 @@
 //! "Column Mapping", "Deletion Vectors", "Table Features".
 
 pub mod features;
+pub mod log_check;
 pub mod row_tracking;
 pub mod schema;
 pub mod stats;
@@ -91,6 +92,11 @@ pub struct DataFile {
     /// Partition values parallel to [`TableView::partition_columns`], as the log's strings
     /// (`None` is a null partition value, also written as an empty string).
     pub partition_values: Vec<Option<String>>,
+    /// Partition values exactly as the log spells them: an empty string stays `Some("")`,
+    /// apart from a null or missing value (`None`). Files are only ever rewritten together
+    /// with files of the same spelling, so the value every reader sees is kept whether it
+    /// reads `""` as null (PROTOCOL.md "Partition Value Serialization") or as a string.
+    pub raw_partition_values: Vec<Option<String>>,
     /// The file's statistics, `None` when the writer recorded none (unknown, not zero).
     pub stats: Option<FileStats>,
     /// The deletion vector descriptor, when rows of the file are deleted.
@@ -197,6 +203,16 @@ impl TableView {
                         ));
                     }
                 }
+                // Name the damaged log file, where one can be found.
+                if let Ok(root) = url.to_file_path()
+                    && let Some((file, message)) = log_check::first_damaged_file(&root)
+                {
+                    return Err(Error::DamagedLog {
+                        table: location.to_string(),
+                        file,
+                        message,
+                    });
+                }
                 return Err(not_a_table(source));
             }
         };
@@ -253,17 +269,21 @@ impl TableView {
                         })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            return Ok(Some(names));
+            // `CLUSTER BY NONE` leaves an empty list: the table is no longer clustered.
+            return Ok(Some(names).filter(|names| !names.is_empty()));
         }
-        Ok(self
-            .property(PROP_LIQUID_CLUSTERING_COLUMNS)
-            .map(|list| {
-                list.split(',')
-                    .map(|c| c.trim().trim_matches('`').to_string())
-                    .filter(|c| !c.is_empty())
-                    .collect::<Vec<_>>()
-            })
-            .filter(|columns| !columns.is_empty()))
+        let Some(list) = self.property(PROP_LIQUID_CLUSTERING_COLUMNS) else {
+            return Ok(None);
+        };
+        let columns = crate::column::parse_list(list)
+            .map_err(|message| Error::invalid_option(PROP_LIQUID_CLUSTERING_COLUMNS, message))?;
+        Ok(Some(
+            columns
+                .iter()
+                .map(|path| crate::column::format_path(path))
+                .collect::<Vec<_>>(),
+        )
+        .filter(|columns| !columns.is_empty()))
     }
 
     fn from_table(location: &str, table: &DeltaTable) -> Result<Self> {
@@ -297,15 +317,21 @@ impl TableView {
             .unwrap_or_default();
         let column_mapping = ColumnMappingMode::from_properties(&properties)?;
         let schema: StructType = state.schema().as_ref().clone();
-        let partition_physical_names = partition_columns
+        let partition_typed = partition_columns
             .iter()
             .map(|name| {
                 let field = schema.fields().find(|f| f.name() == name).ok_or_else(|| {
                     Error::Internal(format!("partition column '{name}' is not in the schema"))
                 })?;
-                Ok(schema::physical_name(field, column_mapping))
+                Ok(PartitionColumn {
+                    name: name.clone(),
+                    physical: schema::physical_name(field, column_mapping),
+                    data_type: field.data_type().clone(),
+                })
             })
             .collect::<Result<Vec<_>>>()?;
+        let partition_physical_names: Vec<String> =
+            partition_typed.iter().map(|c| c.physical.clone()).collect();
 
         let raw_paths = raw_paths(state)?;
         let mut files = Vec::with_capacity(state.log_data().num_files());
@@ -318,11 +344,7 @@ impl TableView {
             let raw_path = raw_paths.get(&add.path).cloned().ok_or_else(|| {
                 Error::Internal(format!("no raw log path for data file '{}'", add.path))
             })?;
-            files.push(DataFile::from_add(
-                add,
-                raw_path,
-                &partition_physical_names,
-            )?);
+            files.push(DataFile::from_add(add, raw_path, &partition_typed)?);
         }
         Ok(Self {
             clustering_columns: None,
@@ -395,6 +417,7 @@ impl DataFile {
             raw_path: file.path.clone(),
             size_bytes: file.size_bytes,
             modification_time_ms: 0,
+            raw_partition_values: partition_values.clone(),
             partition_values,
             stats: Some(FileStats {
                 num_records: Some(file.num_records),
@@ -409,15 +432,31 @@ impl DataFile {
         }
     }
 
-    fn from_add(add: Add, raw_path: String, partition_physical_names: &[String]) -> Result<Self> {
+    fn from_add(add: Add, raw_path: String, partition_columns: &[PartitionColumn]) -> Result<Self> {
         let size_bytes = u64::try_from(add.size).map_err(|_| {
             Error::data_file(&add.path, format!("has a negative size {}", add.size))
         })?;
-        let partition_values = partition_physical_names
+        let raw_partition_values: Vec<Option<String>> = partition_columns
             .iter()
-            .map(|name| add.partition_values.get(name).cloned().flatten())
+            .map(|c| add.partition_values.get(&c.physical).cloned().flatten())
+            .collect();
+        for (column, value) in partition_columns.iter().zip(&raw_partition_values) {
+            if let Some(text) = value.as_deref().filter(|v| !v.is_empty())
+                && !partition_value_fits(&column.data_type, text)
+            {
+                return Err(Error::data_file(
+                    &add.path,
+                    format!(
+                        "has partition value '{text}' for column '{}', which is not a valid {} (the log is damaged or was written by a faulty writer; no value is guessed)",
+                        column.name, column.data_type
+                    ),
+                ));
+            }
+        }
+        let partition_values = raw_partition_values
+            .iter()
             // "An empty string for any type translates to a null partition value."
-            .map(|value| value.filter(|v| !v.is_empty()))
+            .map(|value| value.clone().filter(|v| !v.is_empty()))
             .collect();
         let stats = match add.stats.as_deref() {
             Some(text) if !text.trim().is_empty() => Some(FileStats::from_json(&add.path, text)?),
@@ -435,6 +474,7 @@ impl DataFile {
             size_bytes,
             modification_time_ms: add.modification_time,
             partition_values,
+            raw_partition_values,
             stats,
             deletion_vector: add.deletion_vector.clone(),
             tags,
@@ -443,6 +483,37 @@ impl DataFile {
             default_row_commit_version: add.default_row_commit_version,
             add,
         })
+    }
+}
+
+/// A partition column, for reading the `partitionValues` of `add` actions.
+struct PartitionColumn {
+    name: String,
+    physical: String,
+    data_type: deltalake::kernel::DataType,
+}
+
+/// Whether a partition value's text is a value of the column's type (PROTOCOL.md
+/// "Partition Value Serialization"): integers within their width, numbers, booleans, dates
+/// and timestamps as the predicate language reads them.
+pub(crate) fn partition_value_fits(data_type: &deltalake::kernel::DataType, text: &str) -> bool {
+    use crate::predicate::{Typed, parse_typed};
+    use deltalake::kernel::{DataType, PrimitiveType as P};
+    let DataType::Primitive(p) = data_type else {
+        return true;
+    };
+    let range = match p {
+        P::Byte => Some((i128::from(i8::MIN), i128::from(i8::MAX))),
+        P::Short => Some((i128::from(i16::MIN), i128::from(i16::MAX))),
+        P::Integer => Some((i128::from(i32::MIN), i128::from(i32::MAX))),
+        P::Long => Some((i128::from(i64::MIN), i128::from(i64::MAX))),
+        _ => None,
+    };
+    match (parse_typed(data_type, text), range) {
+        (Some(Typed::Int(v)), Some((lo, hi))) => (lo..=hi).contains(&v),
+        (Some(_), Some(_)) | (None, _) => false,
+        (Some(Typed::Float(v)), None) if matches!(p, P::Decimal(_)) => v.is_finite(),
+        (Some(_), None) => true,
     }
 }
 

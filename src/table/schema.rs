@@ -76,10 +76,11 @@ pub struct LeafColumn {
 }
 
 impl LeafColumn {
-    /// The logical path joined with dots, for display.
+    /// The logical path as a user writes it (dots between levels, back quotes around parts
+    /// that need them, [`crate::column::format_path`]), for display and options.
     #[must_use]
     pub fn display_name(&self) -> String {
-        self.logical.join(".")
+        crate::column::format_path(&self.logical)
     }
 }
 

@@ -4,6 +4,7 @@ mod cli;
 mod cluster;
 mod commit;
 mod deletion_vectors;
+mod faults;
 mod fixture;
 mod report;
 mod rewrite;

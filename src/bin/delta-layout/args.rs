@@ -29,6 +29,7 @@ pub enum Command {
 
 /// `sweep` arguments.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct SweepArgs {
     /// Table location: a local path.
     #[arg(value_name = "TABLE")]
@@ -42,7 +43,7 @@ pub struct SweepArgs {
     pub layouts: Vec<String>,
     /// Columns the generated predicates filter (comma-separated); default: the curve
     /// columns of the layouts, else the table's clustering columns, else every column with stats.
-    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    #[arg(long, value_name = "COLS")]
     pub columns: Option<Vec<String>>,
     /// Build from a seeded uniform sample of this share of the rows, in (0, 1]; target sizes
     /// are scaled by it. Default: every row up to 1 GiB of data, then a sample of about 1 GiB.
@@ -79,6 +80,7 @@ pub struct SweepArgs {
 
 /// `verify` arguments.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct VerifyArgs {
     /// Table location: a local path or a URL.
     #[arg(value_name = "TABLE")]
@@ -91,7 +93,7 @@ pub struct VerifyArgs {
     pub compare: u64,
     /// Also check that no two rows share a non-null combination of these top-level columns
     /// (comma-separated), in each version; duplicates make the exit code 1.
-    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    #[arg(long, value_name = "COLS")]
     pub unique: Option<Vec<String>>,
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -100,6 +102,7 @@ pub struct VerifyArgs {
 
 /// `report` arguments.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct ReportArgs {
     /// Table location: a local path or a URL.
     #[arg(value_name = "TABLE")]
@@ -107,12 +110,7 @@ pub struct ReportArgs {
     /// Columns to report on (comma-separated, `a.b` for nested). Defaults to every partition
     /// column and every column with min/max stats; naming several also measures conjunctions
     /// of ranges on each pair.
-    #[arg(
-        long,
-        value_name = "COLS",
-        value_delimiter = ',',
-        help_heading = "Input"
-    )]
+    #[arg(long, value_name = "COLS", help_heading = "Input")]
     pub columns: Option<Vec<String>>,
     /// Report this table version instead of the latest.
     #[arg(long, value_name = "NUM", help_heading = "Input")]
@@ -148,6 +146,7 @@ pub struct ReportArgs {
 
 /// `inspect` arguments.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct InspectArgs {
     /// Table location: a local path or a URL.
     #[arg(value_name = "TABLE")]
@@ -168,6 +167,7 @@ pub struct InspectArgs {
 
 /// `optimize` arguments.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct OptimizeArgs {
     /// Table location: a local path or a URL.
     #[arg(value_name = "TABLE")]
@@ -203,18 +203,12 @@ pub struct OptimizeArgs {
     #[arg(
         long,
         value_name = "COLS",
-        value_delimiter = ',',
         conflicts_with = "hilbert",
         help_heading = "Curve"
     )]
     pub zorder: Option<Vec<String>>,
     /// Cluster along a Hilbert curve over 1 to 6 columns (as --zorder; better locality).
-    #[arg(
-        long,
-        value_name = "COLS",
-        value_delimiter = ',',
-        help_heading = "Curve"
-    )]
+    #[arg(long, value_name = "COLS", help_heading = "Curve")]
     pub hilbert: Option<Vec<String>>,
     /// Cubes of clustered files this large are sealed and left alone (units as sizes).
     ///
@@ -238,12 +232,7 @@ pub struct OptimizeArgs {
     /// Columns of the before/after skipping report printed at the end (comma-separated).
     /// Defaults to the clustering columns; without either, the report covers files and
     /// sizes only.
-    #[arg(
-        long,
-        value_name = "COLS",
-        value_delimiter = ',',
-        help_heading = "Output"
-    )]
+    #[arg(long, value_name = "COLS", help_heading = "Output")]
     pub columns: Option<Vec<String>>,
     /// Skip the before/after report at the end.
     #[arg(long, help_heading = "Output")]
@@ -258,6 +247,7 @@ pub struct OptimizeArgs {
         long,
         value_name = "NUM",
         default_value_t = 0,
+        value_parser = threads,
         help_heading = "Execution"
     )]
     pub threads: usize,
@@ -267,6 +257,16 @@ pub struct OptimizeArgs {
     /// No progress bar.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+}
+
+/// `--threads`: a whole number from 0 (one per core) to the library's maximum.
+fn threads(text: &str) -> Result<usize, String> {
+    let max = delta_layout::rewrite::MAX_THREADS;
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n <= max)
+        .ok_or_else(|| format!("must be a whole number from 0 (one thread per core) to {max}"))
 }
 
 #[cfg(test)]
@@ -297,5 +297,26 @@ mod tests {
         assert!(args.dry_run);
         assert!(Cli::try_parse_from(["delta-layout", "optimize", "t", "--bogus"]).is_err());
         assert!(Cli::try_parse_from(["delta-layout", "optimize", "t", "--threads", "x"]).is_err());
+        // Negative numbers reach the validators, which say what range is allowed.
+        let err = Cli::try_parse_from(["delta-layout", "optimize", "t", "--threads", "-1"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("from 0 (one thread per core) to 1024"),
+            "{err}"
+        );
+        let cli =
+            Cli::try_parse_from(["delta-layout", "optimize", "t", "--target-size", "-1"]).unwrap();
+        let Command::Optimize(args) = cli.command else {
+            panic!("optimize expected")
+        };
+        assert_eq!(args.target_size.as_deref(), Some("-1"));
+        // Column lists are split later, by the column-name rules (commas in back quotes).
+        let cli =
+            Cli::try_parse_from(["delta-layout", "optimize", "t", "--zorder", "`a,b`,c"]).unwrap();
+        let Command::Optimize(args) = cli.command else {
+            panic!("optimize expected")
+        };
+        assert_eq!(args.zorder, Some(vec!["`a,b`,c".to_string()]));
     }
 }

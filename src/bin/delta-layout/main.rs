@@ -145,6 +145,35 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
+/// Splits every column-list option (`--zorder a,b`, repeatable) into names, by the
+/// column-name rules: commas inside back quotes belong to the name (`` `a,b` ``).
+fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
+    fn split(flag: &str, values: &mut Option<Vec<String>>) -> anyhow::Result<()> {
+        if let Some(list) = values.take() {
+            let mut names = Vec::new();
+            for value in &list {
+                names.extend(
+                    delta_layout::column::split_list(value)
+                        .map_err(|m| delta_layout::Error::invalid_option(flag, m))?,
+                );
+            }
+            *values = Some(names);
+        }
+        Ok(())
+    }
+    match command {
+        Command::Inspect(_) => Ok(()),
+        Command::Optimize(args) => {
+            split("--zorder", &mut args.zorder)?;
+            split("--hilbert", &mut args.hilbert)?;
+            split("--columns", &mut args.columns)
+        }
+        Command::Report(args) => split("--columns", &mut args.columns),
+        Command::Verify(args) => split("--unique", &mut args.unique),
+        Command::Sweep(args) => split("--columns", &mut args.columns),
+    }
+}
+
 fn run() -> anyhow::Result<ExitCode> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -176,6 +205,8 @@ fn run() -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     };
+    let mut cli = cli;
+    split_column_lists(&mut cli.command)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -356,7 +387,7 @@ fn run() -> anyhow::Result<ExitCode> {
                                 report_columns.is_some()
                                     || delta_layout::report::bounds::ColumnRef::resolve(
                                         &after,
-                                        &c.split('.').map(str::to_string).collect::<Vec<_>>(),
+                                        &delta_layout::column::parse_path(c).unwrap_or_default(),
                                     )
                                     .is_ok()
                             })

@@ -1,0 +1,141 @@
+//! What a run killed mid-way (`kill -9`, a lost machine) leaves behind, and how later runs
+//! recognise and remove it.
+//!
+//! | leftover | named | removed by |
+//! |---|---|---|
+//! | spill directory | `delta-layout-spill-<pid>-<random>` in the spill directory | the next clustering run, once process `<pid>` no longer exists |
+//! | commit staging file | `_delta_log/<version>.json#<n>` (the local store writes there, then links) | the next `optimize` of the table, once it is older than [`STAGING_MAX_AGE`] |
+//! | data files | `part-<bin>-<run id>-<writer>-<random>-c<seq>.snappy.parquet`, referenced by no commit | `VACUUM` (Delta's, delta-rs'), after the table's retention: a file of a run still going cannot be told from one of a dead run by its name alone |
+//!
+//! Everything here is best effort: a leftover that cannot be removed is logged, never an error.
+//! Process liveness is read from `/proc`; where it does not exist, spill directories are left.
+
+use std::path::Path;
+use std::time::Duration;
+
+/// Prefix of spill directories; the process id and a random part follow.
+pub const SPILL_PREFIX: &str = "delta-layout-spill-";
+
+/// Age after which a commit staging file is taken for a dead run's: no live commit takes an
+/// hour between writing its staging file and linking it.
+pub const STAGING_MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// The prefix of this process's spill directories: `delta-layout-spill-<pid>-`.
+#[must_use]
+pub fn spill_prefix() -> String {
+    format!("{SPILL_PREFIX}{}-", std::process::id())
+}
+
+/// Removes the spill directories in `parent` whose process no longer exists. Returns how
+/// many were removed.
+pub fn remove_dead_spill_directories(parent: &Path) -> usize {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SPILL_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || proc.join(pid.to_string()).exists() {
+            continue;
+        }
+        match std::fs::remove_dir_all(entry.path()) {
+            Ok(()) => removed += 1,
+            Err(e) => log::warn!(
+                "could not remove the spill directory '{}' of a dead run: {e}",
+                entry.path().display()
+            ),
+        }
+    }
+    removed
+}
+
+/// Removes commit staging files (`<20 digits>.json#<n>`) older than `max_age` from the
+/// `_delta_log` directory of the local table at `root`. Returns how many were removed.
+pub fn remove_stale_commit_staging(root: &Path, max_age: Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(root.join("_delta_log")) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let staging = name.split_once(".json#").is_some_and(|(version, n)| {
+            version.len() == 20
+                && version.bytes().all(|b| b.is_ascii_digit())
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+        });
+        if !staging {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= max_age);
+        if !old {
+            continue;
+        }
+        match std::fs::remove_file(entry.path()) {
+            Ok(()) => removed += 1,
+            Err(e) => log::warn!(
+                "could not remove the commit staging file '{}' of a dead run: {e}",
+                entry.path().display()
+            ),
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_dead_processes_lose_their_spill_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        // pid 0 is never a user process; u32::MAX - 1 exceeds pid_max.
+        let dead = dir
+            .path()
+            .join(format!("{SPILL_PREFIX}{}-abc", u32::MAX - 1));
+        let mine = dir.path().join(format!("{}xyz", spill_prefix()));
+        let other = dir.path().join("delta-layout-spill-notapid");
+        for d in [&dead, &mine, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("0.arrow"), b"rows").unwrap();
+        }
+        assert_eq!(remove_dead_spill_directories(dir.path()), 1);
+        assert!(!dead.exists());
+        assert!(mine.exists() && other.exists());
+    }
+
+    #[test]
+    fn stale_staging_files_go_commits_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("_delta_log");
+        std::fs::create_dir(&log).unwrap();
+        let staging = log.join("00000000000000000003.json#1");
+        let commit = log.join("00000000000000000003.json");
+        let odd = log.join("notes.json#1");
+        for f in [&staging, &commit, &odd] {
+            std::fs::write(f, b"{}").unwrap();
+        }
+        // Fresh: a live run may be linking it right now.
+        assert_eq!(remove_stale_commit_staging(dir.path(), STAGING_MAX_AGE), 0);
+        assert_eq!(remove_stale_commit_staging(dir.path(), Duration::ZERO), 1);
+        assert!(!staging.exists() && commit.exists() && odd.exists());
+    }
+}

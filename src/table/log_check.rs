@@ -1,0 +1,220 @@
+//! Naming the damaged file when a table's log cannot be read.
+//!
+//! deltalake and delta-kernel report a broken log in their own terms (a gap between log
+//! segments, a JSON or schema error with a column number but no file). When a load fails,
+//! the local `_delta_log` directory is examined here, in version order, for the first file
+//! that is damaged, so the error can name it: a commit that is a directory or holds a line
+//! that is not JSON, a `metaData` whose `schemaString` does not parse, a checkpoint that is
+//! not a readable Parquet file, a `_last_checkpoint` that is not JSON, an `add` whose
+//! partition value is not a value of its column's type.
+//!
+//! Source: PROTOCOL.md "Delta Log Entries", "Checkpoints", "Last Checkpoint File".
+
+use std::path::Path;
+
+use deltalake::kernel::StructType;
+use deltalake::parquet::file::reader::SerializedFileReader;
+
+/// The most log files examined; past that the load's own error is reported.
+const MAX_FILES: usize = 100_000;
+
+/// The first damaged file of the log at `root/_delta_log` as (path relative to the table
+/// root, what is wrong), or `None` when no file looks damaged.
+#[must_use]
+pub fn first_damaged_file(root: &Path) -> Option<(String, String)> {
+    let log = root.join("_delta_log");
+    let mut names: Vec<String> = std::fs::read_dir(&log)
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    if names.len() > MAX_FILES {
+        return None;
+    }
+    names.sort();
+    let mut partitions = Partitions::default();
+    for name in names {
+        let path = log.join(&name);
+        let relative = format!("_delta_log/{name}");
+        let Some(kind) = kind_of(&name) else {
+            continue;
+        };
+        if path.is_dir() {
+            return Some((relative, format!("is a directory, not a {kind}")));
+        }
+        let problem = match kind {
+            Kind::Commit => check_commit(&path, &mut partitions),
+            Kind::Checkpoint => check_checkpoint(&path),
+            Kind::LastCheckpoint => check_json(&path),
+        };
+        if let Some(message) = problem {
+            return Some((relative, message));
+        }
+    }
+    None
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Commit,
+    Checkpoint,
+    LastCheckpoint,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Commit => "commit file",
+            Kind::Checkpoint => "checkpoint file",
+            Kind::LastCheckpoint => "_last_checkpoint file",
+        })
+    }
+}
+
+fn kind_of(name: &str) -> Option<Kind> {
+    if name == "_last_checkpoint" {
+        return Some(Kind::LastCheckpoint);
+    }
+    let (version, rest) = name.split_once('.')?;
+    if version.len() != 20 || !version.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if rest == "json" {
+        Some(Kind::Commit)
+    } else if rest.starts_with("checkpoint") && rest.ends_with(".parquet") {
+        Some(Kind::Checkpoint)
+    } else {
+        None
+    }
+}
+
+fn check_json(path: &Path) -> Option<String> {
+    let text = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => return Some(format!("cannot be read: {e}")),
+    };
+    serde_json::from_slice::<serde_json::Value>(&text)
+        .err()
+        .map(|e| format!("is not valid JSON: {e}"))
+}
+
+/// The partition columns of the latest `metaData` seen, with their types.
+#[derive(Default)]
+struct Partitions(Vec<(String, deltalake::kernel::DataType)>);
+
+fn check_commit(path: &Path, partitions: &mut Partitions) -> Option<String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => return Some(format!("cannot be read as UTF-8 text: {e}")),
+    };
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let action: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => return Some(format!("line {} is not valid JSON: {e}", i + 1)),
+        };
+        if let Some(schema) = action
+            .get("metaData")
+            .and_then(|m| m.get("schemaString"))
+            .and_then(serde_json::Value::as_str)
+        {
+            let schema = match serde_json::from_str::<StructType>(schema) {
+                Ok(schema) => schema,
+                Err(e) => {
+                    return Some(format!(
+                        "line {} holds a metaData whose schemaString is not a valid Delta schema: {e}",
+                        i + 1
+                    ));
+                }
+            };
+            let columns = action["metaData"]
+                .get("partitionColumns")
+                .and_then(serde_json::Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            partitions.0 = columns
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .filter_map(|c| {
+                    let field = schema.fields().find(|f| f.name() == c)?;
+                    Some((c.to_string(), field.data_type().clone()))
+                })
+                .collect();
+        }
+        if let Some(values) = action
+            .get("add")
+            .and_then(|a| a.get("partitionValues"))
+            .and_then(serde_json::Value::as_object)
+        {
+            for (column, data_type) in &partitions.0 {
+                let Some(text) = values.get(column).and_then(serde_json::Value::as_str) else {
+                    continue;
+                };
+                if !text.is_empty() && !super::partition_value_fits(data_type, text) {
+                    let file = action["add"]["path"].as_str().unwrap_or("?");
+                    return Some(format!(
+                        "line {}: data file '{file}' has partition value '{text}' for column '{column}', which is not a valid {data_type}",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn check_checkpoint(path: &Path) -> Option<String> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => return Some(format!("cannot be opened: {e}")),
+    };
+    // A footer that reads is enough here: row-level damage is named by the load's own error.
+    SerializedFileReader::new(file)
+        .err()
+        .map(|e| format!("is not a readable Parquet checkpoint: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_first_damaged_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("_delta_log");
+        std::fs::create_dir(&log).unwrap();
+        std::fs::write(
+            log.join("00000000000000000000.json"),
+            "{\"commitInfo\":{}}\n",
+        )
+        .unwrap();
+        assert_eq!(first_damaged_file(dir.path()), None);
+        std::fs::create_dir(log.join("00000000000000000001.json")).unwrap();
+        let (file, message) = first_damaged_file(dir.path()).unwrap();
+        assert_eq!(file, "_delta_log/00000000000000000001.json");
+        assert!(message.contains("directory"), "{message}");
+        std::fs::remove_dir(log.join("00000000000000000001.json")).unwrap();
+        std::fs::write(
+            log.join("00000000000000000001.json"),
+            "{\"metaData\":{\"schemaString\":\"{\\\"type\\\":\\\"struct\\\",\\\"fields\\\":[{\\\"name\\\":\\\"x\\\",\\\"type\\\":\\\"nope\\\"}]}\"}}",
+        )
+        .unwrap();
+        let (file, message) = first_damaged_file(dir.path()).unwrap();
+        assert_eq!(file, "_delta_log/00000000000000000001.json");
+        assert!(message.contains("schemaString"), "{message}");
+        std::fs::write(log.join("00000000000000000001.json"), "{\"add\": garbage").unwrap();
+        let (_, message) = first_damaged_file(dir.path()).unwrap();
+        assert!(message.contains("line 1 is not valid JSON"), "{message}");
+        std::fs::write(log.join("00000000000000000001.json"), "{}").unwrap();
+        std::fs::write(
+            log.join("00000000000000000001.checkpoint.parquet"),
+            "garbage",
+        )
+        .unwrap();
+        let (file, message) = first_damaged_file(dir.path()).unwrap();
+        assert_eq!(file, "_delta_log/00000000000000000001.checkpoint.parquet");
+        assert!(message.contains("Parquet"), "{message}");
+    }
+}

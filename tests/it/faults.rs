@@ -1,0 +1,1272 @@
+//! Faults found by replaying public bug reports of Delta writers and optimizers: each test
+//! builds the table of one report and asserts the right value (rows, stats, paths, errors).
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use delta_layout::optimize::{OptimizeOptions, rewrite};
+use delta_layout::plan::PlanOptions;
+use delta_layout::plan::cluster::ClusterRequest;
+use delta_layout::progress::NoProgress;
+use deltalake::arrow::array::{
+    Array, ArrayRef, AsArray, Date32Array, Decimal128Array, Int32Array, Int64Array, RecordBatch,
+    StringArray, TimestampMicrosecondArray, TimestampMillisecondArray, TimestampNanosecondArray,
+};
+use deltalake::arrow::datatypes::Int64Type;
+use deltalake::parquet::arrow::ArrowWriter;
+use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::{Value, json};
+
+use crate::fixture::{Fixture, load, optimize, rows, runtime};
+
+/// One data file of a hand-made table.
+struct RawFile {
+    /// The path as the log spells it (URI-encoded).
+    log_path: String,
+    /// The path on disk, relative to the table root.
+    disk_path: String,
+    bytes: Vec<u8>,
+    partition_values: Value,
+}
+
+impl RawFile {
+    fn plain(name: &str, bytes: Vec<u8>) -> Self {
+        Self {
+            log_path: name.to_string(),
+            disk_path: name.to_string(),
+            bytes,
+            partition_values: json!({}),
+        }
+    }
+}
+
+/// Writes version 0 of a table at `root`: `protocol`, a `metaData` with `fields` (Delta
+/// schema fields) and `partition_columns`, `extra` actions, and an `add` per file (no stats).
+fn raw_table(
+    root: &Path,
+    protocol: Value,
+    fields: Value,
+    partition_columns: &[&str],
+    configuration: Value,
+    extra: Vec<Value>,
+    files: Vec<RawFile>,
+) {
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    let schema = json!({"type": "struct", "fields": fields}).to_string();
+    let mut lines = vec![
+        json!({"commitInfo": {"operation": "CREATE TABLE"}}),
+        json!({ "protocol": protocol }),
+        json!({"metaData": {
+            "id": "00000000-0000-0000-0000-00000000000f",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema,
+            "partitionColumns": partition_columns,
+            "configuration": configuration,
+            "createdTime": 0,
+        }}),
+    ];
+    lines.extend(extra);
+    for file in files {
+        let disk = root.join(&file.disk_path);
+        std::fs::create_dir_all(disk.parent().unwrap()).unwrap();
+        std::fs::write(&disk, &file.bytes).unwrap();
+        lines.push(json!({"add": {
+            "path": file.log_path,
+            "partitionValues": file.partition_values,
+            "size": file.bytes.len(),
+            "modificationTime": 0,
+            "dataChange": true,
+        }}));
+    }
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(
+        root.join("_delta_log").join(format!("{:020}.json", 0)),
+        text.join("\n"),
+    )
+    .unwrap();
+}
+
+fn protocol_1_2() -> Value {
+    json!({"minReaderVersion": 1, "minWriterVersion": 2})
+}
+
+fn parquet(columns: Vec<(&str, ArrayRef)>) -> Vec<u8> {
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    out
+}
+
+/// Reads one column of a data file of the table.
+fn column_of(root: &Path, path: &str, column: &str) -> ArrayRef {
+    let bytes = std::fs::read(root.join(path)).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    let parts: Vec<ArrayRef> = batches
+        .iter()
+        .map(|b| b.column_by_name(column).unwrap().clone())
+        .collect();
+    let refs: Vec<&dyn Array> = parts.iter().map(AsRef::as_ref).collect();
+    deltalake::arrow::compute::concat(&refs).unwrap()
+}
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_delta-layout"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The stats JSON of the only file the latest commit adds.
+fn only_stats(location: &str) -> Value {
+    let fixture = Fixture::at(Path::new(location));
+    let version = *fixture.log_versions().last().unwrap();
+    let adds: Vec<Value> = fixture
+        .commit(version)
+        .into_iter()
+        .filter_map(|a| a.get("add").cloned())
+        .collect();
+    assert_eq!(adds.len(), 1, "one file expected");
+    serde_json::from_str(adds[0]["stats"].as_str().unwrap()).unwrap()
+}
+
+// ---- 1. values outside the nanosecond range ---------------------------------------------
+
+const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;
+
+fn days_from_epoch(y: i32, m: u32, d: u32) -> i64 {
+    let date = chrono::NaiveDate::from_ymd_opt(y, m, d).unwrap();
+    (date - chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()).num_days()
+}
+
+/// A Parquet file with one optional INT96 column `ts`, as older Spark and Hive write it:
+/// each value is (days from the epoch, nanoseconds of the day).
+fn int96_parquet(values: &[Option<(i64, i64)>]) -> Vec<u8> {
+    use deltalake::parquet::data_type::{Int96, Int96Type};
+    use deltalake::parquet::file::properties::WriterProperties;
+    use deltalake::parquet::file::writer::SerializedFileWriter;
+    use deltalake::parquet::schema::parser::parse_message_type;
+    let schema =
+        Arc::new(parse_message_type("message spark_schema { optional int96 ts; }").unwrap());
+    let mut out = Vec::new();
+    let mut writer =
+        SerializedFileWriter::new(&mut out, schema, Arc::new(WriterProperties::new())).unwrap();
+    let mut group = writer.next_row_group().unwrap();
+    let mut column = group.next_column().unwrap().unwrap();
+    let defined: Vec<Int96> = values
+        .iter()
+        .flatten()
+        .map(|&(days, nanos)| {
+            let mut v = Int96::new();
+            let julian = u32::try_from(days + JULIAN_DAY_OF_EPOCH).unwrap();
+            let nanos = u64::try_from(nanos).unwrap();
+            v.set_data(
+                u32::try_from(nanos & 0xffff_ffff).unwrap(),
+                u32::try_from(nanos >> 32).unwrap(),
+                julian,
+            );
+            v
+        })
+        .collect();
+    let levels: Vec<i16> = values.iter().map(|v| i16::from(v.is_some())).collect();
+    column
+        .typed::<Int96Type>()
+        .write_batch(&defined, Some(&levels), None)
+        .unwrap();
+    column.close().unwrap();
+    group.close().unwrap();
+    writer.close().unwrap();
+    out
+}
+
+fn timestamp_table(root: &Path, files: Vec<Vec<u8>>) {
+    raw_table(
+        root,
+        protocol_1_2(),
+        json!([{"name": "ts", "type": "timestamp", "nullable": true, "metadata": {}}]),
+        &[],
+        json!({}),
+        Vec::new(),
+        files
+            .into_iter()
+            .enumerate()
+            .map(|(i, bytes)| RawFile::plain(&format!("part-{i}.parquet"), bytes))
+            .collect(),
+    );
+}
+
+#[test]
+fn int96_timestamps_outside_the_nanosecond_range_keep_their_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("int96");
+    let y1600 = days_from_epoch(1600, 1, 1);
+    let y2300 = days_from_epoch(2300, 1, 1);
+    let ordinary = days_from_epoch(2024, 5, 17);
+    timestamp_table(
+        &root,
+        vec![
+            int96_parquet(&[Some((y1600, 0)), None, Some((ordinary, 3_723_000_000_000))]),
+            int96_parquet(&[Some((y2300, 123_456_000)), Some((ordinary, 0))]),
+        ],
+    );
+    let location = root.display().to_string();
+    let expected = [
+        "ts=\"1600-01-01T00:00:00Z\";",
+        "ts=\"2024-05-17T00:00:00Z\";",
+        "ts=\"2024-05-17T01:02:03Z\";",
+        "ts=\"2300-01-01T00:00:00.123456Z\";",
+        "ts=∅;",
+    ];
+    // delta-kernel itself decodes INT96 through 64-bit nanoseconds, so before the rewrite it
+    // reads the wrapped values; ours reads them exactly.
+    let table = load(&location);
+    let rt = runtime();
+    let reader = {
+        let _enter = rt.enter();
+        delta_layout::rewrite::read::FileReader::new(&table).unwrap()
+    };
+    let mut read: Vec<Option<i64>> = Vec::new();
+    for file in &table.files {
+        let batches =
+            std::thread::scope(|s| s.spawn(|| reader.read(file).unwrap()).join().unwrap());
+        for batch in batches {
+            let ts = batch
+                .column(0)
+                .as_primitive::<deltalake::arrow::datatypes::TimestampMicrosecondType>();
+            read.extend(ts.iter());
+        }
+    }
+    read.sort_unstable();
+    assert_eq!(
+        read,
+        vec![
+            None,
+            Some(y1600 * 86_400_000_000),
+            Some(ordinary * 86_400_000_000),
+            Some(ordinary * 86_400_000_000 + 3_723_000_000),
+            Some(y2300 * 86_400_000_000 + 123_456),
+        ]
+    );
+
+    let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(outcome.version, Some(1));
+    assert_eq!(rows(&location), expected, "rows after compaction");
+    // The written file holds exact microseconds, and the stats bound them.
+    let table = load(&location);
+    let micros = column_of(&root, &table.files[0].path, "ts");
+    let micros = micros.as_primitive::<deltalake::arrow::datatypes::TimestampMicrosecondType>();
+    assert!(micros.values().contains(&(y1600 * 86_400_000_000)));
+    assert!(
+        micros
+            .values()
+            .contains(&(y2300 * 86_400_000_000 + 123_456))
+    );
+    let stats = only_stats(&location);
+    assert_eq!(stats["minValues"]["ts"], "1600-01-01T00:00:00.000Z");
+    assert_eq!(stats["maxValues"]["ts"], "2300-01-01T00:00:00.124Z");
+    assert_eq!(stats["nullCount"]["ts"], 1);
+
+    // verify: the correct rewrite holds the same rows ...
+    let (v0, v1) = (
+        runtime()
+            .block_on(delta_layout::table::TableView::load(&location, Some(0)))
+            .unwrap(),
+        load(&location),
+    );
+    let verify = |a, b| {
+        let rt = runtime();
+        let _guard = rt.enter();
+        delta_layout::verify::verify(a, b, None).unwrap()
+    };
+    assert!(verify(&v0, &v1).equal);
+    // ... and a rewrite that wrapped the values around 64-bit nanoseconds (what the bug
+    // wrote) is seen as different.
+    let wrapped: Vec<Option<i64>> = [
+        Some((y1600, 0)),
+        None,
+        Some((ordinary, 3_723_000_000_000)),
+        Some((y2300, 123_456_000)),
+        Some((ordinary, 0)),
+    ]
+    .iter()
+    .map(|v| v.map(|(d, n)| d.wrapping_mul(86_400_000_000_000).wrapping_add(n) / 1000))
+    .collect();
+    let bad = parquet(vec![(
+        "ts",
+        Arc::new(TimestampMicrosecondArray::from(wrapped).with_timezone("UTC")) as ArrayRef,
+    )]);
+    std::fs::write(root.join("wrapped.parquet"), &bad).unwrap();
+    let fixture = Fixture::at(&root);
+    fixture.write_commit(
+        2,
+        &[
+            json!({"commitInfo": {"operation": "OPTIMIZE"}}),
+            json!({"remove": {"path": table.files[0].raw_path, "dataChange": false}}),
+            json!({"add": {"path": "wrapped.parquet", "partitionValues": {}, "size": bad.len(),
+                "modificationTime": 0, "dataChange": false}}),
+        ],
+    );
+    let v2 = load(&location);
+    let report = verify(&v0, &v2);
+    assert!(!report.equal, "verify must see the changed timestamps");
+    assert_eq!(report.rows_a, report.rows_b);
+}
+
+#[test]
+fn timestamp_units_convert_exactly_or_stop_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // Milliseconds in year 1600 and 9999: exact in microseconds.
+    let root = dir.path().join("millis");
+    let ms = vec![-11_676_096_000_000i64, 253_402_300_799_999];
+    timestamp_table(
+        &root,
+        vec![
+            parquet(vec![(
+                "ts",
+                Arc::new(TimestampMillisecondArray::from(ms.clone()).with_timezone("UTC"))
+                    as ArrayRef,
+            )]),
+            parquet(vec![(
+                "ts",
+                Arc::new(TimestampMicrosecondArray::from(vec![0i64]).with_timezone("UTC"))
+                    as ArrayRef,
+            )]),
+        ],
+    );
+    let location = root.display().to_string();
+    let before = rows(&location);
+    optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(rows(&location), before);
+    let table = load(&location);
+    let micros = column_of(&root, &table.files[0].path, "ts");
+    let mut values = micros
+        .as_primitive::<deltalake::arrow::datatypes::TimestampMicrosecondType>()
+        .values()
+        .to_vec();
+    values.sort_unstable();
+    assert_eq!(values, vec![ms[0] * 1000, 0, ms[1] * 1000]);
+    // 9999-12-31T23:59:59.999 rounds up past year 9999: no max bound rather than a wrong one.
+    let stats = only_stats(&location);
+    assert_eq!(stats["minValues"]["ts"], "1600-01-01T00:00:00.000Z");
+    assert_eq!(stats["maxValues"]["ts"], "9999-12-31T23:59:59.999Z");
+
+    // Nanoseconds with sub-microsecond digits: a Delta timestamp cannot hold them.
+    let root = dir.path().join("nanos");
+    timestamp_table(
+        &root,
+        vec![
+            parquet(vec![(
+                "ts",
+                Arc::new(
+                    TimestampNanosecondArray::from(vec![1_000i64, 1_000_001]).with_timezone("UTC"),
+                ) as ArrayRef,
+            )]),
+            parquet(vec![(
+                "ts",
+                Arc::new(TimestampNanosecondArray::from(vec![2_000i64]).with_timezone("UTC"))
+                    as ArrayRef,
+            )]),
+        ],
+    );
+    let fixture = Fixture::at(&root);
+    let listing = fixture.listing();
+    let output = cli(&["optimize", &fixture.location()]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    for needle in ["part-0.parquet", "'ts'", "sub-microsecond"] {
+        assert!(message.contains(needle), "{needle} not in {message}");
+    }
+    assert_eq!(fixture.listing(), listing, "the table is untouched");
+}
+
+#[test]
+fn far_dates_decimals_and_timestamps_survive_compaction_and_clustering() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("far");
+    let ntz = json!({"minReaderVersion": 3, "minWriterVersion": 7,
+        "readerFeatures": ["timestampNtz"], "writerFeatures": ["timestampNtz"]});
+    let fields = json!([
+        {"name": "d", "type": "date", "nullable": true, "metadata": {}},
+        {"name": "t", "type": "timestamp_ntz", "nullable": true, "metadata": {}},
+        {"name": "small", "type": "decimal(5,2)", "nullable": true, "metadata": {}},
+        {"name": "mid", "type": "decimal(18,6)", "nullable": true, "metadata": {}},
+        {"name": "wide", "type": "decimal(38,0)", "nullable": true, "metadata": {}},
+        {"name": "id", "type": "long", "nullable": true, "metadata": {}},
+    ]);
+    let year1 = i32::try_from(days_from_epoch(1, 1, 1)).unwrap();
+    let year9999 = i32::try_from(days_from_epoch(9999, 12, 31)).unwrap();
+    let max38 = 10i128.pow(38) - 1;
+    let file = |i: i64| {
+        let n = 50i32;
+        let d: Vec<i32> = (0..n)
+            .map(|r| {
+                if r % 2 == 0 {
+                    year1 + r
+                } else {
+                    year9999 + 1 - r
+                }
+            })
+            .collect();
+        // The last microsecond of each day.
+        let t: Vec<i64> = d
+            .iter()
+            .map(|&days| i64::from(days) * 86_400_000_000 + 86_399_999_999)
+            .collect();
+        let small: Vec<i128> = (0..n)
+            .map(|r| {
+                if r % 2 == 0 {
+                    -99_999
+                } else {
+                    99_999 - i128::from(r)
+                }
+            })
+            .collect();
+        let mid: Vec<i128> = (0..n)
+            .map(|r| (i128::from(r) - 25) * 999_999_999_999_999_999 / 25)
+            .collect();
+        let wide: Vec<i128> = (0..n)
+            .map(|r| {
+                if r % 3 == 0 {
+                    -max38
+                } else {
+                    max38 - i128::from(r)
+                }
+            })
+            .collect();
+        let ids: Vec<i64> = (0..i64::from(n)).map(|r| i * 1000 + r).collect();
+        parquet(vec![
+            ("d", Arc::new(Date32Array::from(d)) as ArrayRef),
+            (
+                "t",
+                Arc::new(TimestampMicrosecondArray::from(t)) as ArrayRef,
+            ),
+            (
+                "small",
+                Arc::new(
+                    Decimal128Array::from(small)
+                        .with_precision_and_scale(5, 2)
+                        .unwrap(),
+                ) as ArrayRef,
+            ),
+            (
+                "mid",
+                Arc::new(
+                    Decimal128Array::from(mid)
+                        .with_precision_and_scale(18, 6)
+                        .unwrap(),
+                ) as ArrayRef,
+            ),
+            (
+                "wide",
+                Arc::new(
+                    Decimal128Array::from(wide)
+                        .with_precision_and_scale(38, 0)
+                        .unwrap(),
+                ) as ArrayRef,
+            ),
+            ("id", Arc::new(Int64Array::from(ids)) as ArrayRef),
+        ])
+    };
+    raw_table(
+        &root,
+        ntz,
+        fields,
+        &[],
+        json!({}),
+        Vec::new(),
+        (0..3)
+            .map(|i| RawFile::plain(&format!("part-{i}.parquet"), file(i)))
+            .collect(),
+    );
+    let location = root.display().to_string();
+    let before = rows(&location);
+    assert!(
+        before.iter().any(|r| r.contains("d=\"0001-01-01\"")),
+        "{}",
+        before[0]
+    );
+    optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(rows(&location), before, "compaction");
+    let stats = only_stats(&location);
+    assert_eq!(stats["minValues"]["d"], "0001-01-01");
+    assert_eq!(stats["maxValues"]["d"], "9999-12-31");
+    assert_eq!(stats["minValues"]["small"], -999.99);
+    // The 38-digit bound is written exactly (JSON numbers have no precision limit).
+    let fixture = Fixture::at(&root);
+    let text = fixture
+        .commit(1)
+        .iter()
+        .find_map(|a| a.get("add").cloned())
+        .unwrap()["stats"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains(&format!("\"wide\":-{max38}")), "{text}");
+    assert_eq!(stats["minValues"]["t"], "0001-01-01T23:59:59.999");
+    assert!(
+        stats["maxValues"].get("t").is_none(),
+        "a max past year 9999 after rounding up is left out: {stats}"
+    );
+    for curve in ["hilbert", "zorder"] {
+        let options = OptimizeOptions::default().with_plan(
+            PlanOptions::default()
+                .with_target_file_bytes(Some(4_000))
+                .with_clustering(Some(ClusterRequest::new(
+                    if curve == "hilbert" {
+                        delta_layout::curve::Curve::Hilbert
+                    } else {
+                        delta_layout::curve::Curve::ZOrder
+                    },
+                    vec!["d".into(), "t".into(), "wide".into(), "small".into()],
+                ))),
+        );
+        optimize(&location, &options).unwrap();
+        assert_eq!(rows(&location), before, "{curve} clustering");
+    }
+    // Clustering on the date alone sorts the rows by it, year 1 first.
+    let options =
+        OptimizeOptions::default().with_plan(PlanOptions::default().with_clustering(Some(
+            ClusterRequest::new(delta_layout::curve::Curve::ZOrder, vec!["d".into()]),
+        )));
+    optimize(&location, &options).unwrap();
+    let table = load(&location);
+    let d = column_of(&root, &table.files[0].path, "d");
+    let d = d.as_primitive::<deltalake::arrow::datatypes::Date32Type>();
+    assert!(d.values().windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(d.value(0), year1);
+}
+
+// ---- 2. one clustering column is a sort ----------------------------------------------
+
+#[test]
+fn one_clustering_column_sorts_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for curve in [
+        delta_layout::curve::Curve::ZOrder,
+        delta_layout::curve::Curve::Hilbert,
+    ] {
+        let root = dir.path().join(format!("{curve:?}"));
+        // 100,000 distinct values, descending, in 4 files.
+        let files = (0..4)
+            .map(|f| {
+                let ys: Vec<i64> = (0..25_000)
+                    .map(|r| 1_000_000_007 - (f * 25_000 + r) * 7919)
+                    .collect();
+                RawFile::plain(
+                    &format!("part-{f}.parquet"),
+                    parquet(vec![("y", Arc::new(Int64Array::from(ys)) as ArrayRef)]),
+                )
+            })
+            .collect();
+        raw_table(
+            &root,
+            protocol_1_2(),
+            json!([{"name": "y", "type": "long", "nullable": true, "metadata": {}}]),
+            &[],
+            json!({}),
+            Vec::new(),
+            files,
+        );
+        let location = root.display().to_string();
+        let before = rows(&location);
+        let options = OptimizeOptions::default().with_plan(
+            PlanOptions::default()
+                .with_target_file_bytes(Some(200_000))
+                .with_clustering(Some(ClusterRequest::new(curve, vec!["y".into()]))),
+        );
+        optimize(&location, &options).unwrap();
+        assert_eq!(rows(&location), before);
+        let table = load(&location);
+        assert!(table.files.len() >= 3, "{} files", table.files.len());
+        let mut ranges = Vec::new();
+        for file in &table.files {
+            let y = column_of(&root, &file.path, "y");
+            let y = y.as_primitive::<Int64Type>().values().to_vec();
+            let unsorted = y.windows(2).filter(|w| w[0] > w[1]).count();
+            assert_eq!(
+                unsorted, 0,
+                "{curve:?}: {} has rows out of order",
+                file.path
+            );
+            ranges.push((y[0], y[y.len() - 1]));
+        }
+        ranges.sort_unstable();
+        assert!(ranges.windows(2).all(|w| w[0].1 < w[1].0), "{ranges:?}");
+    }
+}
+
+// ---- 3. column names with dots -----------------------------------------------------
+
+#[test]
+fn back_quoted_names_with_dots_are_one_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dotted");
+    let files = (0..3)
+        .map(|f| {
+            RawFile::plain(
+                &format!("part-{f}.parquet"),
+                parquet(vec![
+                    (
+                        "user.info",
+                        Arc::new(Int64Array::from(vec![f, 10 - f, 20 + f])) as ArrayRef,
+                    ),
+                    (
+                        "id",
+                        Arc::new(Int64Array::from(vec![f * 3, f * 3 + 1, f * 3 + 2])) as ArrayRef,
+                    ),
+                ]),
+            )
+        })
+        .collect();
+    raw_table(
+        &root,
+        protocol_1_2(),
+        json!([
+            {"name": "user.info", "type": "long", "nullable": true, "metadata": {}},
+            {"name": "id", "type": "long", "nullable": true, "metadata": {}},
+        ]),
+        &[],
+        json!({}),
+        Vec::new(),
+        files,
+    );
+    let location = root.display().to_string();
+    let before = rows(&location);
+    // `user.info` unquoted is field `info` of a struct `user`, which does not exist.
+    let output = cli(&["optimize", &location, "--zorder", "user.info,id"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("does not exist"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = cli(&[
+        "optimize",
+        &location,
+        "--zorder",
+        "`user.info`,id",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["columns"], json!(["`user.info`", "id"]));
+    assert!(
+        json["report"]["columns"].get("`user.info`").is_some(),
+        "{}",
+        json["report"]
+    );
+    assert_eq!(rows(&location), before);
+
+    let output = cli(&["report", &location, "--columns", "`user.info`", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let name = json["columns"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(name, "`user.info`");
+    // The printed name pastes back.
+    let output = cli(&["report", &location, "--columns", &name, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = cli(&[
+        "verify",
+        &location,
+        "--compare",
+        "0",
+        "--unique",
+        "`user.info`",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let predicates = dir.path().join("predicates.txt");
+    std::fs::write(&predicates, "`user.info` > 5\n").unwrap();
+    let output = cli(&[
+        "report",
+        &location,
+        "--predicates",
+        predicates.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+// ---- 4. the partition directory keeps its spelling -----------------------------------
+
+#[test]
+fn new_files_go_to_the_directory_the_partition_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dirs");
+    let value = "2024-10-09 19:00:00";
+    // delta-rs escapes the space as %20 in the directory name; the log URI-encodes the %.
+    let on_disk = "dayhour=2024-10-09%2019%3A00%3A00";
+    let in_log = "dayhour=2024-10-09%252019%253A00%253A00";
+    let mut files: Vec<RawFile> = (0..2)
+        .map(|i| RawFile {
+            log_path: format!("{in_log}/part-{i}.parquet"),
+            disk_path: format!("{on_disk}/part-{i}.parquet"),
+            bytes: parquet(vec![(
+                "x",
+                Arc::new(Int64Array::from(vec![i, i + 10])) as ArrayRef,
+            )]),
+            partition_values: json!({"dayhour": value}),
+        })
+        .collect();
+    // A second partition whose files disagree on a directory: the Hive-style name.
+    for (i, d) in ["a", "b"].iter().enumerate() {
+        files.push(RawFile {
+            log_path: format!("{d}/part-{i}.parquet"),
+            disk_path: format!("{d}/part-{i}.parquet"),
+            bytes: parquet(vec![(
+                "x",
+                Arc::new(Int64Array::from(vec![100])) as ArrayRef,
+            )]),
+            partition_values: json!({"dayhour": "other"}),
+        });
+    }
+    raw_table(
+        &root,
+        protocol_1_2(),
+        json!([
+            {"name": "x", "type": "long", "nullable": true, "metadata": {}},
+            {"name": "dayhour", "type": "string", "nullable": true, "metadata": {}},
+        ]),
+        &["dayhour"],
+        json!({}),
+        Vec::new(),
+        files,
+    );
+    let location = root.display().to_string();
+    let before = rows(&location);
+    optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(rows(&location), before);
+    let table = load(&location);
+    assert_eq!(table.files.len(), 2);
+    for file in &table.files {
+        let expected_dir = if file.partition_values[0].as_deref() == Some(value) {
+            on_disk
+        } else {
+            "dayhour=other"
+        };
+        assert!(
+            file.path.starts_with(&format!("{expected_dir}/part-")),
+            "{} not in {expected_dir}",
+            file.path
+        );
+        assert!(root.join(&file.path).is_file(), "{} is on disk", file.path);
+    }
+}
+
+// ---- 5. clustering that was removed ---------------------------------------------------
+
+fn clustered_table(root: &Path, protocol: Value, configuration: Value, domain: Option<Value>) {
+    let files = (0..4)
+        .map(|i| {
+            RawFile::plain(
+                &format!("part-{i}.parquet"),
+                parquet(vec![(
+                    "id",
+                    Arc::new(Int64Array::from(vec![i, i + 4])) as ArrayRef,
+                )]),
+            )
+        })
+        .collect();
+    raw_table(
+        root,
+        protocol,
+        json!([{"name": "id", "type": "long", "nullable": true, "metadata": {}}]),
+        &[],
+        configuration,
+        domain.into_iter().collect(),
+        files,
+    );
+}
+
+#[test]
+fn clustering_removed_or_empty_means_not_clustered() {
+    let dir = tempfile::tempdir().unwrap();
+    let clustering_protocol = json!({"minReaderVersion": 1, "minWriterVersion": 7,
+        "writerFeatures": ["domainMetadata", "clustering"]});
+    let domain = |configuration: &str, removed: bool| {
+        json!({"domainMetadata": {"domain": "delta.clustering",
+            "configuration": configuration, "removed": removed}})
+    };
+    let cases = [
+        (
+            "cluster-by-none",
+            Some(r#"{"clusteringColumns":[]}"#),
+            false,
+        ),
+        (
+            "domain-removed",
+            Some(r#"{"clusteringColumns":[["id"]]}"#),
+            true,
+        ),
+    ];
+    for (name, last, removed) in cases {
+        let root = dir.path().join(name);
+        clustered_table(
+            &root,
+            clustering_protocol.clone(),
+            json!({}),
+            Some(domain(r#"{"clusteringColumns":[["id"]]}"#, false)),
+        );
+        let fixture = Fixture::at(&root);
+        fixture.write_commit(
+            1,
+            &[
+                json!({"commitInfo": {"operation": "CLUSTER BY"}}),
+                domain(last.unwrap(), removed),
+            ],
+        );
+        check_compacts_once(&fixture, name);
+    }
+    let root = dir.path().join("liquid-empty");
+    clustered_table(
+        &root,
+        json!({"minReaderVersion": 1, "minWriterVersion": 7,
+            "writerFeatures": ["domainMetadata", "liquid"]}),
+        json!({"delta.liquid.clusteringColumns": ""}),
+        None,
+    );
+    check_compacts_once(&Fixture::at(&root), "liquid-empty");
+}
+
+fn check_compacts_once(fixture: &Fixture, name: &str) {
+    let location = fixture.location();
+    let before = rows(&location);
+    let output = cli(&["optimize", &location, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["files_removed"], 4, "{name}");
+    assert_eq!(json["files_added"], 1, "{name}");
+    assert_eq!(json["curve"], Value::Null, "{name}");
+    assert_eq!(rows(&location), before, "{name}");
+    let output = cli(&["report", &location]);
+    assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+    let versions = fixture.log_versions();
+    let output = cli(&["optimize", &location, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+    assert_eq!(
+        fixture.log_versions(),
+        versions,
+        "{name}: a second run commits nothing"
+    );
+}
+
+// ---- 6. values that do not fit the table's type --------------------------------------
+
+#[test]
+fn values_that_do_not_fit_the_column_type_stop_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields = json!([{"name": "k", "type": "integer", "nullable": true, "metadata": {}}]);
+    let good = parquet(vec![(
+        "k",
+        Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef,
+    )]);
+    let stored: [(&str, ArrayRef, &str); 2] = [
+        (
+            "wide",
+            Arc::new(Int64Array::from(vec![(1i64 << 40) + 426, 7])),
+            "Int64",
+        ),
+        (
+            "text",
+            Arc::new(StringArray::from(vec!["str426", "7"])),
+            "Utf8",
+        ),
+    ];
+    for (name, array, type_name) in stored {
+        let root = dir.path().join(name);
+        raw_table(
+            &root,
+            protocol_1_2(),
+            fields.clone(),
+            &[],
+            json!({}),
+            Vec::new(),
+            vec![
+                RawFile::plain("good.parquet", good.clone()),
+                RawFile::plain("bad.parquet", parquet(vec![("k", array)])),
+            ],
+        );
+        let fixture = Fixture::at(&root);
+        let listing = fixture.listing();
+        let output = cli(&["optimize", &fixture.location()]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{name}: {message}");
+        for needle in ["bad.parquet", "'k'", type_name, "Int32"] {
+            assert!(
+                message.contains(needle),
+                "{name}: {needle} not in {message}"
+            );
+        }
+        assert_eq!(fixture.listing(), listing, "{name}: the table is untouched");
+    }
+    // A widening the protocol allows is exact: int stored where the table says long.
+    let root = dir.path().join("widening");
+    raw_table(
+        &root,
+        protocol_1_2(),
+        json!([{"name": "k", "type": "long", "nullable": true, "metadata": {}}]),
+        &[],
+        json!({}),
+        Vec::new(),
+        vec![
+            RawFile::plain("a.parquet", good.clone()),
+            RawFile::plain(
+                "b.parquet",
+                parquet(vec![(
+                    "k",
+                    Arc::new(Int64Array::from(vec![1i64 << 40])) as ArrayRef,
+                )]),
+            ),
+        ],
+    );
+    let location = root.display().to_string();
+    let before = rows(&location);
+    optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(rows(&location), before);
+
+    // A partition value that is not a long names its file.
+    let root = dir.path().join("partition");
+    raw_table(
+        &root,
+        protocol_1_2(),
+        json!([
+            {"name": "x", "type": "long", "nullable": true, "metadata": {}},
+            {"name": "p", "type": "long", "nullable": true, "metadata": {}},
+        ]),
+        &["p"],
+        json!({}),
+        Vec::new(),
+        ["1", "abc"]
+            .iter()
+            .map(|v| RawFile {
+                log_path: format!("p={v}/f.parquet"),
+                disk_path: format!("p={v}/f.parquet"),
+                bytes: parquet(vec![("x", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]),
+                partition_values: json!({ "p": v }),
+            })
+            .collect(),
+    );
+    let fixture = Fixture::at(&root);
+    let listing = fixture.listing();
+    let output = cli(&["optimize", &fixture.location()]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    for needle in ["p=abc/f.parquet", "'abc'", "'p'", "long"] {
+        assert!(message.contains(needle), "{needle} not in {message}");
+    }
+    assert_eq!(fixture.listing(), listing);
+}
+
+// ---- 7. empty-string and null partition values ---------------------------------------
+
+#[test]
+fn empty_string_and_null_partitions_are_never_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("empty-null");
+    let mut files = Vec::new();
+    for (i, value) in (0i64..).zip([json!(""), json!(null), json!(""), json!(null), json!("x")]) {
+        files.push(RawFile {
+            log_path: format!("p=__HIVE_DEFAULT_PARTITION__/part-{i}.parquet"),
+            disk_path: format!("p=__HIVE_DEFAULT_PARTITION__/part-{i}.parquet"),
+            bytes: parquet(vec![(
+                "x",
+                Arc::new(Int64Array::from(vec![i, i + 10])) as ArrayRef,
+            )]),
+            partition_values: json!({ "p": value }),
+        });
+    }
+    raw_table(
+        &root,
+        protocol_1_2(),
+        json!([
+            {"name": "x", "type": "long", "nullable": true, "metadata": {}},
+            {"name": "p", "type": "string", "nullable": true, "metadata": {}},
+        ]),
+        &["p"],
+        json!({}),
+        Vec::new(),
+        files,
+    );
+    let fixture = Fixture::at(&root);
+    let location = fixture.location();
+    let before = rows(&location);
+    let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(outcome.files_removed, 4, "the single 'x' file stays");
+    assert_eq!(outcome.files_added, 2);
+    assert_eq!(rows(&location), before);
+    // Each new add repeats the spelling of its inputs, and holds only their rows.
+    let adds: Vec<Value> = fixture
+        .commit(1)
+        .into_iter()
+        .filter_map(|a| a.get("add").cloned())
+        .collect();
+    let mut spellings: Vec<String> = adds
+        .iter()
+        .map(|a| a["partitionValues"]["p"].to_string())
+        .collect();
+    spellings.sort();
+    assert_eq!(spellings, ["\"\"", "null"]);
+    for add in &adds {
+        let x = column_of(&root, &percent_decode(add["path"].as_str().unwrap()), "x");
+        let mut x = x.as_primitive::<Int64Type>().values().to_vec();
+        x.sort_unstable();
+        let expected = if add["partitionValues"]["p"] == json!("") {
+            vec![0, 2, 10, 12]
+        } else {
+            vec![1, 3, 11, 13]
+        };
+        assert_eq!(x, expected, "{add}");
+    }
+}
+
+fn percent_decode(path: &str) -> String {
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .unwrap()
+        .into_owned()
+}
+
+// ---- 8. a busy table ------------------------------------------------------------------
+
+#[test]
+fn a_run_commits_after_hundreds_of_concurrent_appends() {
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let location = fixture.location();
+    let table = load(&location);
+    let read_version = table.version;
+    let rt = runtime();
+    let rewritten = rt
+        .block_on(rewrite(
+            table,
+            &OptimizeOptions::default(),
+            Arc::new(NoProgress),
+        ))
+        .unwrap();
+    let before = rows(&location);
+    // 250 appends landed while the run rewrote (more than the old cap of 100 versions).
+    for v in 1..=250 {
+        fixture.write_commit(
+            read_version + v,
+            &[
+                json!({"commitInfo": {"operation": "WRITE"}}),
+                json!({"txn": {"appId": "app", "version": v}}),
+            ],
+        );
+    }
+    // And more keep landing while it commits, as fast as a writer can create them.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let log = fixture.path.join("_delta_log");
+        std::thread::spawn(move || {
+            let mut next = read_version + 251;
+            let mut landed = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && landed < 2_000 {
+                let path = log.join(format!("{next:020}.json"));
+                if let Ok(mut f) = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                {
+                    use std::io::Write as _;
+                    f.write_all(b"{\"commitInfo\":{\"operation\":\"WRITE\"}}")
+                        .unwrap();
+                    landed += 1;
+                }
+                next += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            landed
+        })
+    };
+    let outcome = rt.block_on(rewritten.commit());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let landed = writer.join().unwrap();
+    let outcome = outcome.unwrap();
+    let version = outcome.version.unwrap();
+    assert!(version > read_version + 250, "committed at {version}");
+    assert!(landed > 0);
+    assert_eq!(rows(&location), before, "no row lost or duplicated");
+    let commit = fixture.commit(version);
+    assert!(
+        commit
+            .iter()
+            .any(|a| a["commitInfo"]["operation"] == "OPTIMIZE")
+    );
+    // The run id names the files it wrote and is recorded in commitInfo.
+    let info = commit.iter().find_map(|a| a.get("commitInfo")).unwrap();
+    let run_id = info["delta-layout.runId"].as_str().unwrap();
+    assert_eq!(run_id.len(), 16);
+    for add in commit.iter().filter_map(|a| a.get("add")) {
+        assert!(add["path"].as_str().unwrap().contains(run_id), "{add}");
+    }
+}
+
+// ---- 10. unclear messages --------------------------------------------------------------
+
+fn expect_error(fixture: &Fixture, args: &[&str], needles: &[&str]) {
+    let listing = fixture.listing();
+    let location = fixture.location();
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "{}" { location.as_str() } else { a })
+        .collect();
+    let output = cli(&args);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+    assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+    for needle in needles {
+        assert!(
+            message.contains(needle),
+            "{args:?}: '{needle}' not in: {message}"
+        );
+    }
+    assert!(!message.contains("internal error"), "{message}");
+    assert_eq!(fixture.listing(), listing, "{args:?} changed the table");
+}
+
+#[test]
+fn negative_numbers_get_a_range_not_a_parse_error() {
+    let fixture = Fixture::copy("partitioned-string-null");
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--target-size", "-1"],
+        &["--target-size", "'-1'"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--threads", "-1"],
+        &["--threads", "from 0"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--max-deleted-ratio", "-0.5"],
+        &["--max-deleted-ratio", "between 0 and 1"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--memory-limit", "-5"],
+        &["--memory-limit"],
+    );
+    expect_error(
+        &fixture,
+        &["report", "{}", "--selectivity", "-0.1"],
+        &["--selectivity"],
+    );
+}
+
+#[test]
+fn damaged_log_files_are_named() {
+    // A commit that is a directory: inside the log, and as the next version.
+    let fixture = Fixture::copy("stats-columns-vary");
+    let commit = fixture.path.join("_delta_log/00000000000000000002.json");
+    std::fs::remove_file(&commit).unwrap();
+    std::fs::create_dir(&commit).unwrap();
+    expect_error(
+        &fixture,
+        &["inspect", "{}"],
+        &["_delta_log/00000000000000000002.json", "is a directory"],
+    );
+    let fixture = Fixture::copy("stats-columns-vary");
+    let next = fixture.next_version();
+    std::fs::create_dir(fixture.path.join(format!("_delta_log/{next:020}.json"))).unwrap();
+    expect_error(
+        &fixture,
+        &["optimize", "{}"],
+        &[
+            &format!("_delta_log/{next:020}.json"),
+            "not a readable commit file",
+        ],
+    );
+    // An invalid schemaString.
+    let fixture = Fixture::copy("partitioned-string-null");
+    let mut actions = fixture.commit(0);
+    for action in &mut actions {
+        if let Some(meta) = action.get_mut("metaData") {
+            meta["schemaString"] =
+                json!("{\"type\":\"struct\",\"fields\":[{\"name\":\"x\",\"type\":\"nope\"");
+        }
+    }
+    fixture.write_commit(0, &actions);
+    expect_error(
+        &fixture,
+        &["optimize", "{}"],
+        &["_delta_log/00000000000000000000.json", "schemaString"],
+    );
+    // A corrupt checkpoint.
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let checkpoint = std::fs::read_dir(fixture.path.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.contains(".checkpoint.") && !n.starts_with('.'))
+        .unwrap();
+    std::fs::write(
+        fixture.path.join("_delta_log").join(&checkpoint),
+        b"garbage",
+    )
+    .unwrap();
+    expect_error(
+        &fixture,
+        &["inspect", "{}"],
+        &[checkpoint.as_str(), "Parquet"],
+    );
+}
+
+#[test]
+fn leftover_spill_directories_of_dead_runs_are_removed() {
+    let fixture = Fixture::copy("zorder-optimized");
+    let spill = tempfile::tempdir().unwrap();
+    let dead = spill.path().join(format!(
+        "{}{}-abcdef",
+        delta_layout::rewrite::leftovers::SPILL_PREFIX,
+        u32::MAX - 7
+    ));
+    std::fs::create_dir(&dead).unwrap();
+    std::fs::write(dead.join("0.arrow"), vec![0u8; 1024]).unwrap();
+    let staging = fixture.path.join("_delta_log/00000000000000000099.json#1");
+    std::fs::write(&staging, b"{}").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(&staging)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let table = load(&fixture.location());
+    let column = table.data_leaf_columns()[0].display_name();
+    let options = OptimizeOptions::default()
+        .with_spill_directory(Some(spill.path().to_path_buf()))
+        .with_memory_limit(Some(1))
+        .with_plan(
+            PlanOptions::default().with_clustering(Some(ClusterRequest::new(
+                delta_layout::curve::Curve::Hilbert,
+                vec![column],
+            ))),
+        );
+    let before = rows(&fixture.location());
+    optimize(&fixture.location(), &options).unwrap();
+    assert_eq!(rows(&fixture.location()), before);
+    assert!(!dead.exists(), "the dead run's spill directory is gone");
+    assert!(!staging.exists(), "the stale commit staging file is gone");
+    assert_eq!(
+        std::fs::read_dir(spill.path()).unwrap().count(),
+        0,
+        "this run's own spill directory was removed too"
+    );
+}
