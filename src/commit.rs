@@ -54,6 +54,60 @@ use crate::table::TableView;
 /// a busy table that appends 20 times a second costs a race now and then, not a version each.
 pub const MAX_COMMIT_ATTEMPTS: usize = 100;
 
+/// Table property: write a checkpoint every this many versions (PROTOCOL.md "Checkpoints";
+/// Delta Spark's `delta.checkpointInterval`).
+pub const PROP_CHECKPOINT_INTERVAL: &str = "delta.checkpointInterval";
+
+/// Checkpoint interval when the table sets none, versions (Delta Spark's default).
+pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 10;
+
+/// Writes a checkpoint at `version` when it is a checkpoint version of the table
+/// (`version % delta.checkpointInterval == 0`, default [`DEFAULT_CHECKPOINT_INTERVAL`]), as
+/// Delta writers do after their commit, and updates `_last_checkpoint`. The checkpoint is of
+/// the kind the table uses: classic (V1), or V2 in a classic-named file when the table has
+/// the `v2Checkpoint` feature (delta-kernel's checkpoint writer, which picks the kind from the
+/// table features). Returns whether one was written.
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming the property when it is not a positive integer;
+/// [`Error::DataFile`] (`_delta_log`) when delta-kernel cannot write it. Callers treat a
+/// failure as a warning: the commit stands and readers replay the JSON commits.
+pub async fn write_checkpoint_if_due(table: &TableView, version: u64) -> Result<bool> {
+    let interval = match table.property(PROP_CHECKPOINT_INTERVAL) {
+        None => DEFAULT_CHECKPOINT_INTERVAL,
+        Some(text) => text
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                Error::invalid_option(
+                    PROP_CHECKPOINT_INTERVAL,
+                    format!("'{text}' is not a positive whole number of versions"),
+                )
+            })?,
+    };
+    if version == 0 || !version.is_multiple_of(interval) {
+        return Ok(false);
+    }
+    let engine = table.log_store.engine(None);
+    let root = format!("{}/", table.location.as_str().trim_end_matches('/'));
+    let task = tokio::task::spawn_blocking(move || {
+        let snapshot = delta_kernel::Snapshot::builder_for(root)
+            .at_version(version)
+            .build(engine.as_ref())?;
+        snapshot.checkpoint(engine.as_ref(), None).map(|_| ())
+    });
+    task.await
+        .map_err(|e| Error::Internal(format!("the checkpoint task failed: {e}")))?
+        .map_err(|e| Error::DataFile {
+            path: "_delta_log".into(),
+            message: format!("could not take the checkpoint of version {version}"),
+            source: Some(Box::new(e)),
+        })?;
+    Ok(true)
+}
+
 /// The `commitInfo` field holding the run id ([`Plan::run_id`]) that names the files the
 /// commit adds.
 pub const COMMIT_INFO_RUN_ID: &str = "delta-layout.runId";

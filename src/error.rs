@@ -3,7 +3,7 @@
 //! * **Bad input** (the user fixes the command line): [`Error::InvalidOption`],
 //!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`].
 //! * **Table state** (the user or another writer changed or owns the table):
-//!   [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
+//!   [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
 //!   [`Error::ConcurrentModification`], [`Error::DataFile`].
 //! * **I/O and formats** (storage or a library below us failed): [`Error::Delta`],
 //!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`].
@@ -69,6 +69,15 @@ pub enum Error {
         /// What deltalake reported.
         #[source]
         source: Box<DeltaTableError>,
+    },
+    /// The location names no Delta table: an unsupported URI scheme, a path that does not
+    /// exist, a directory without a `_delta_log`, or a log without a commit or checkpoint.
+    #[error("'{table}' {message}")]
+    NoTable {
+        /// The location as given.
+        table: String,
+        /// Why it is not a table, in the user's words.
+        message: String,
     },
     /// A file of the Delta log is damaged: a commit that is a directory or not JSON, a
     /// `metaData` whose `schemaString` does not parse, a checkpoint that is not Parquet.

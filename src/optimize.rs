@@ -138,6 +138,10 @@ pub struct OptimizeOutcome {
     /// Wall time of the whole run.
     #[serde(serialize_with = "serialize_millis", rename = "duration_ms")]
     pub duration: Duration,
+    /// The version a checkpoint was written at after the commit, when the commit landed on
+    /// a checkpoint version ([`commit::write_checkpoint_if_due`]); `None` otherwise or when
+    /// writing it failed (a warning, never a failed run).
+    pub checkpoint: Option<u64>,
 }
 
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -234,6 +238,13 @@ impl Rewritten {
         outcome.bytes_added = outcome.metrics.num_added_bytes;
         outcome.rows = outcomes.iter().map(|o| o.rows).sum();
         outcome.bins_spilled = outcomes.iter().filter(|o| o.spilled).count() as u64;
+        outcome.checkpoint = match commit::write_checkpoint_if_due(&table, version).await {
+            Ok(written) => written.then_some(version),
+            Err(e) => {
+                log::warn!("version {version} is committed, but its checkpoint failed: {e}");
+                None
+            }
+        };
         outcome.duration = started.elapsed();
         Ok(outcome)
     }
@@ -320,6 +331,7 @@ pub async fn rewrite(
         metrics: FileSizeMetrics::default(),
         plan,
         duration: Duration::ZERO,
+        checkpoint: None,
     };
     let mut reader = Reader::for_table(&table)?;
     reader.sample = options.sample;

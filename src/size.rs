@@ -6,6 +6,7 @@ const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 const TIB: u64 = 1 << 40;
+const PIB: u64 = 1 << 50;
 
 /// Parses a size in bytes.
 ///
@@ -15,11 +16,15 @@ const TIB: u64 = 1 << 40;
 /// | unit | bytes |
 /// |---|---|
 /// | `B` | 1 |
-/// | `KiB`, `K` / `MiB`, `M` / `GiB`, `G` / `TiB`, `T` | 2^10 / 2^20 / 2^30 / 2^40 |
-/// | `KB` / `MB` / `GB` / `TB` | 10^3 / 10^6 / 10^9 / 10^12 |
+/// | `K`, `KB`, `KiB` | 2^10 |
+/// | `M`, `MB`, `MiB` | 2^20 |
+/// | `G`, `GB`, `GiB` | 2^30 |
+/// | `T`, `TB`, `TiB` | 2^40 |
+/// | `P`, `PB`, `PiB` | 2^50 |
 ///
-/// Single letters follow the JVM and Spark convention (`1g` is 2^30 bytes); two-letter SI
-/// units are decimal, as on disk labels.
+/// Every unit is a power of 1024, as Spark's `JavaUtils.byteStringAsBytes` reads table
+/// properties such as `delta.targetFileSize = '100mb'` (104,857,600 bytes) and as Databricks
+/// users write them. Unlike Spark, a fraction is accepted (`1.5g`), rounded to whole bytes.
 ///
 /// # Errors
 /// [`Error::InvalidOption`] naming `option` when the text is empty, negative, has an unknown
@@ -29,7 +34,8 @@ const TIB: u64 = 1 << 40;
 /// ```
 /// use delta_layout::size::parse_size;
 /// assert_eq!(parse_size("--target-size", "64MiB")?, 64 << 20);
-/// assert_eq!(parse_size("--target-size", "1GB")?, 1_000_000_000);
+/// assert_eq!(parse_size("--target-size", "1GB")?, 1 << 30);
+/// assert_eq!(parse_size("delta.targetFileSize", "100mb")?, 104_857_600);
 /// assert_eq!(parse_size("--target-size", "1.5k")?, 1536);
 /// assert_eq!(parse_size("--target-size", "4096")?, 4096);
 /// # Ok::<(), delta_layout::Error>(())
@@ -48,17 +54,14 @@ pub fn parse_size(option: &str, text: &str) -> Result<u64> {
     }
     let multiplier = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
-        "k" | "kib" => KIB,
-        "m" | "mib" => MIB,
-        "g" | "gib" => GIB,
-        "t" | "tib" => TIB,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
+        "k" | "kb" | "kib" => KIB,
+        "m" | "mb" | "mib" => MIB,
+        "g" | "gb" | "gib" => GIB,
+        "t" | "tb" | "tib" => TIB,
+        "p" | "pb" | "pib" => PIB,
         other => {
             return Err(bad(format!(
-                "unknown unit '{other}' in '{text}' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
+                "unknown unit '{other}' in '{text}' (use B, K, M, G, T, P, optionally followed by B or iB; all powers of 1024)"
             )));
         }
     };
@@ -75,7 +78,7 @@ pub fn parse_size(option: &str, text: &str) -> Result<u64> {
         .map_err(|_| bad(format!("'{number}' is not a number")))?;
     #[expect(
         clippy::cast_precision_loss,
-        reason = "units are at most 2^40, exact in f64"
+        reason = "units are at most 2^50, exact in f64"
     )]
     let bytes = (value * multiplier as f64).round();
     if !(0.0..=9.0e18).contains(&bytes) {
@@ -87,6 +90,22 @@ pub fn parse_size(option: &str, text: &str) -> Result<u64> {
         reason = "range checked just above"
     )]
     Ok(bytes as u64)
+}
+
+/// `n` followed by `noun`, plural unless `n` is 1: `1 file`, `2 files`, `0 files`.
+///
+/// # Examples
+/// ```
+/// assert_eq!(delta_layout::size::count(1, "file"), "1 file");
+/// assert_eq!(delta_layout::size::count(3, "small file"), "3 small files");
+/// ```
+#[must_use]
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Formats `bytes` for people: `512 B`, `1.5 KiB`, `64.0 MiB`, `1.2 GiB` (binary units).
@@ -138,7 +157,15 @@ mod tests {
             },
             Case {
                 text: "1GB",
-                bytes: 1_000_000_000,
+                bytes: GIB,
+            },
+            Case {
+                text: "100mb",
+                bytes: 104_857_600,
+            },
+            Case {
+                text: "1p",
+                bytes: PIB,
             },
             Case {
                 text: "1g",
@@ -158,7 +185,7 @@ mod tests {
             },
             Case {
                 text: "3kb",
-                bytes: 3000,
+                bytes: 3 * KIB,
             },
         ] {
             assert_eq!(parse_size("--x", text).unwrap(), bytes, "{text}");

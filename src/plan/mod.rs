@@ -48,6 +48,7 @@ pub struct PlanOptions {
     min_file_bytes: Option<u64>,
     predicate: Option<String>,
     rewrite_all: bool,
+    include_clustered: bool,
     target_file_bytes: Option<u64>,
     run_id: Option<String>,
 }
@@ -60,6 +61,7 @@ impl Default for PlanOptions {
             min_file_bytes: None,
             predicate: None,
             rewrite_all: false,
+            include_clustered: false,
             target_file_bytes: None,
             run_id: None,
         }
@@ -119,6 +121,16 @@ impl PlanOptions {
     #[must_use]
     pub fn with_rewrite_all(mut self, rewrite_all: bool) -> Self {
         self.rewrite_all = rewrite_all;
+        self
+    }
+
+    /// Lets a plain compaction pack files of a clustered run (tagged `ZCUBE_ID`) together with
+    /// other files (`--full` without a curve option). Off by default: compaction then never
+    /// undoes a clustering; such a file is rewritten only alone, to drop the rows its deletion
+    /// vector deletes ([`Plan::clustered_files_left`] counts the small ones left).
+    #[must_use]
+    pub fn with_include_clustered(mut self, include: bool) -> Self {
+        self.include_clustered = include;
         self
     }
 
@@ -241,6 +253,10 @@ pub struct Plan {
     pub num_partitions_selected: usize,
     /// Partitions with at least one bin.
     pub partitions: Vec<PartitionPlan>,
+    /// Files below the minimum size that a plain compaction left alone because a clustered
+    /// run wrote them (tagged `ZCUBE_ID`): packing them with other files would undo their
+    /// clustering. `--full` (or a curve option) rewrites them.
+    pub clustered_files_left: usize,
     /// The clustering, when the run clusters (one bin per partition, all its files).
     pub clustering: Option<cluster::Clustering>,
     /// The run's id: every data file it writes is named `part-<bin>-<run id>-...`, and its
@@ -278,8 +294,16 @@ impl Plan {
                 self.num_partitions_selected
             )
         } else {
+            let left = if self.clustered_files_left > 0 {
+                format!(
+                    " ({} of clustering runs left alone; --full includes them)",
+                    crate::size::count(self.clustered_files_left as u64, "small file")
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "no selected partition ({}) has two or more small files, or a file with many deleted rows",
+                "no selected partition ({}) has two or more small files, or a file with many deleted rows{left}",
                 self.num_partitions_selected
             )
         }
@@ -327,6 +351,13 @@ impl fmt::Display for Plan {
                 c.columns.join(", ")
             )?;
         }
+        if self.clustered_files_left > 0 {
+            writeln!(
+                f,
+                "left alone: {} written by a clustering run (ZCUBE_ID tags); compacting them with other files would undo it (--full includes them)",
+                crate::size::count(self.clustered_files_left as u64, "small file")
+            )?;
+        }
         if self.is_empty() {
             return writeln!(f, "nothing to do: {}", self.nothing_to_do());
         }
@@ -336,19 +367,19 @@ impl fmt::Display for Plan {
             let outputs: u64 = partition.bins.iter().map(|b| b.expected_output_files).sum();
             writeln!(
                 f,
-                "  {}: {} bins, {} input files, {}, about {} output files",
+                "  {}: {}, {}, {}, about {}",
                 partition.display,
-                partition.bins.len(),
-                files,
+                crate::size::count(partition.bins.len() as u64, "bin"),
+                crate::size::count(files as u64, "input file"),
                 format_size(bytes),
-                outputs
+                crate::size::count(outputs, "output file")
             )?;
         }
         writeln!(
             f,
-            "total: {} bins, {} input files, {}",
-            self.bins().count(),
-            self.num_input_files(),
+            "total: {}, {}, {}",
+            crate::size::count(self.bins().count() as u64, "bin"),
+            crate::size::count(self.num_input_files() as u64, "input file"),
             format_size(self.input_bytes())
         )
     }
@@ -448,6 +479,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
     }
 
     let mut num_partitions_selected = 0;
+    let mut clustered_files_left = 0;
     let mut partitions = Vec::new();
     let mut next_bin_id = 0;
     for (raw_values, indices) in groups {
@@ -489,17 +521,34 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 vec![selected]
             }
         } else {
+            let is_candidate = |f: &crate::table::DataFile| {
+                options.rewrite_all
+                    || f.size_bytes < min_file_bytes
+                    || f.deleted_ratio() > options.max_deleted_ratio
+            };
+            let clustered = |f: &crate::table::DataFile| {
+                !options.include_clustered && f.tags.contains_key(cluster::TAG_CUBE_ID)
+            };
             let candidates: Vec<(usize, u64)> = indices
                 .iter()
                 .map(|&i| (i, &table.files[i]))
-                .filter(|(_, f)| {
-                    options.rewrite_all
-                        || f.size_bytes < min_file_bytes
-                        || f.deleted_ratio() > options.max_deleted_ratio
-                })
+                .filter(|(_, f)| is_candidate(f) && !clustered(f))
                 .map(|(i, f)| (i, f.size_bytes))
                 .collect();
-            binpack::pack(&candidates, target_file_bytes)
+            let mut packed = binpack::pack(&candidates, target_file_bytes);
+            // A clustered file is rewritten only alone (its deletion vector purged), which
+            // keeps its rows together; small ones are left as they are.
+            for &i in &indices {
+                let f = &table.files[i];
+                if is_candidate(f) && clustered(f) {
+                    if f.deleted_ratio() > options.max_deleted_ratio {
+                        packed.push(vec![i]);
+                    } else {
+                        clustered_files_left += 1;
+                    }
+                }
+            }
+            packed
         };
         let mut bins = Vec::new();
         for files in packed {
@@ -562,6 +611,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         num_partitions_selected,
         partitions,
         clustering,
+        clustered_files_left,
         run_id: options.run_id.clone().unwrap_or_default(),
     })
 }

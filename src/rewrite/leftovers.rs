@@ -47,7 +47,10 @@ pub fn remove_dead_spill_directories(parent: &Path) -> usize {
         else {
             continue;
         };
-        if pid == std::process::id() || proc.join(pid.to_string()).exists() {
+        if pid == std::process::id()
+            || proc.join(pid.to_string()).exists()
+            || !entry.file_type().is_ok_and(|t| t.is_dir())
+        {
             continue;
         }
         match std::fs::remove_dir_all(entry.path()) {

@@ -352,11 +352,19 @@ fn field_id(field: &Field) -> Option<&str> {
         .map(String::as_str)
 }
 
+/// The file's field for `target`: by field id in `id` mode, else by name, exactly or, when
+/// no name matches exactly, ignoring case (Delta column names are case-insensitive, and Spark
+/// reads such files by the name in any case).
+///
+/// # Errors
+/// [`Error::DataFile`] (path filled in by the caller) when several fields match `path` in
+/// case only: which one holds the column cannot be told.
 fn find_field<'a>(
     fields: &'a Fields,
     target: &Field,
     mode: ColumnMappingMode,
-) -> Option<(usize, &'a FieldRef)> {
+    path: &str,
+) -> Result<Option<(usize, &'a FieldRef)>> {
     if mode == ColumnMappingMode::Id
         && let Some(id) = field_id(target)
         && let Some(found) = fields
@@ -364,12 +372,44 @@ fn find_field<'a>(
             .enumerate()
             .find(|(_, f)| field_id(f) == Some(id))
     {
-        return Some(found);
+        return Ok(Some(found));
     }
-    fields
+    if let Some(found) = fields
         .iter()
         .enumerate()
         .find(|(_, f)| f.name() == target.name())
+    {
+        return Ok(Some(found));
+    }
+    let folded: Vec<(usize, &FieldRef)> = fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.name().eq_ignore_ascii_case(target.name()))
+        .collect();
+    match folded.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(*one)),
+        several => Err(Error::data_file(
+            "",
+            format!(
+                "has {} columns that match '{path}' ignoring case ({}), so which one holds it cannot be told",
+                several.len(),
+                several
+                    .iter()
+                    .map(|(_, f)| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+/// `parent.child` for error messages, the child back-quoted when it needs it.
+fn child_path(parent: &str, child: &str) -> String {
+    format!(
+        "{parent}.{}",
+        crate::column::format_path(std::slice::from_ref(&child.to_string()))
+    )
 }
 
 /// Aligns a decoded batch to `target`: columns matched by physical name (or field id),
@@ -383,13 +423,16 @@ pub(crate) fn align_batch(
     let columns = target
         .fields()
         .iter()
-        .map(|t| match find_field(source.fields(), t, mode) {
-            Some((i, _)) => align_array(batch.column(i), t, mode),
-            None if t.is_nullable() => Ok(new_null_array(t.data_type(), batch.num_rows())),
-            None => Err(Error::data_file(
-                "",
-                format!("lacks the required (non-nullable) column '{}'", t.name()),
-            )),
+        .map(|t| {
+            let path = crate::column::format_path(std::slice::from_ref(t.name()));
+            match find_field(source.fields(), t, mode, &path)? {
+                Some((i, _)) => align_array(batch.column(i), t, mode, &path),
+                None if t.is_nullable() => Ok(new_null_array(t.data_type(), batch.num_rows())),
+                None => Err(Error::data_file(
+                    "",
+                    format!("lacks the required (non-nullable) column '{}'", t.name()),
+                )),
+            }
         })
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new_with_options(
@@ -400,17 +443,18 @@ pub(crate) fn align_batch(
     .map_err(|e| Error::arrow("aligning a batch to the table schema", e))
 }
 
-fn align_array(array: &ArrayRef, target: &Field, mode: ColumnMappingMode) -> Result<ArrayRef> {
+/// Aligns one column to `target`; `path` is the column's path in the table's physical
+/// schema, as errors name it (`s.a` for a struct field, `l (its elements)` inside a list).
+fn align_array(
+    array: &ArrayRef,
+    target: &Field,
+    mode: ColumnMappingMode,
+    path: &str,
+) -> Result<ArrayRef> {
     if array.data_type() == target.data_type() {
         return Ok(array.clone());
     }
-    let context = || {
-        format!(
-            "converting column '{}' to {}",
-            target.name(),
-            target.data_type()
-        )
-    };
+    let context = || format!("converting column '{path}' to {}", target.data_type());
     match (target.data_type(), array.data_type()) {
         (ArrowType::Struct(target_fields), ArrowType::Struct(_)) => {
             let source = array
@@ -420,9 +464,12 @@ fn align_array(array: &ArrayRef, target: &Field, mode: ColumnMappingMode) -> Res
             let source_fields = source.fields().clone();
             let children = target_fields
                 .iter()
-                .map(|t| match find_field(&source_fields, t, mode) {
-                    Some((i, _)) => align_array(source.column(i), t, mode),
-                    None => Ok(new_null_array(t.data_type(), source.len())),
+                .map(|t| {
+                    let child = child_path(path, t.name());
+                    match find_field(&source_fields, t, mode, &child)? {
+                        Some((i, _)) => align_array(source.column(i), t, mode, &child),
+                        None => Ok(new_null_array(t.data_type(), source.len())),
+                    }
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(Arc::new(
@@ -435,7 +482,12 @@ fn align_array(array: &ArrayRef, target: &Field, mode: ColumnMappingMode) -> Res
                 .as_any()
                 .downcast_ref::<ListArray>()
                 .ok_or_else(|| Error::Internal("list array expected".into()))?;
-            let values = align_array(source.values(), target_item, mode)?;
+            let values = align_array(
+                source.values(),
+                target_item,
+                mode,
+                &format!("{path} (its elements)"),
+            )?;
             Ok(Arc::new(
                 ListArray::try_new(
                     target_item.clone(),
@@ -459,7 +511,10 @@ fn align_array(array: &ArrayRef, target: &Field, mode: ColumnMappingMode) -> Res
             let children = entry_fields
                 .iter()
                 .enumerate()
-                .map(|(i, t)| align_array(entries.column(i), t, mode))
+                .map(|(i, t)| {
+                    let part = if i == 0 { "keys" } else { "values" };
+                    align_array(entries.column(i), t, mode, &format!("{path} (its {part})"))
+                })
                 .collect::<Result<Vec<_>>>()?;
             let entries = StructArray::try_new(entry_fields.clone(), children, None)
                 .map_err(|e| Error::arrow(context(), e))?;
@@ -475,6 +530,6 @@ fn align_array(array: &ArrayRef, target: &Field, mode: ColumnMappingMode) -> Res
             ))
         }
         (target_type, _) => super::convert::convert_exact(array, target_type)
-            .map_err(|e| Error::data_file("", format!("column '{}' {}", target.name(), e.0))),
+            .map_err(|e| Error::data_file("", format!("column '{path}' {}", e.0))),
     }
 }

@@ -32,6 +32,9 @@ pub fn first_damaged_file(root: &Path) -> Option<(String, String)> {
         return None;
     }
     names.sort();
+    if let Some(gap) = first_gap(&names) {
+        return Some(gap);
+    }
     let mut partitions = Partitions::default();
     for name in names {
         let path = log.join(&name);
@@ -50,6 +53,38 @@ pub fn first_damaged_file(root: &Path) -> Option<(String, String)> {
         if let Some(message) = problem {
             return Some((relative, message));
         }
+    }
+    None
+}
+
+/// A commit missing after the newest checkpoint (older commits may be cleaned up): the
+/// first version the log jumps over, named as its commit file.
+fn first_gap(names: &[String]) -> Option<(String, String)> {
+    let version = |name: &str| name.get(..20).and_then(|v| v.parse::<u64>().ok());
+    let checkpoint = names
+        .iter()
+        .filter(|n| matches!(kind_of(n), Some(Kind::Checkpoint)))
+        .filter_map(|n| version(n))
+        .max();
+    let mut commits: Vec<u64> = names
+        .iter()
+        .filter(|n| matches!(kind_of(n), Some(Kind::Commit)))
+        .filter_map(|n| version(n))
+        .filter(|v| checkpoint.is_none_or(|c| *v > c))
+        .collect();
+    commits.sort_unstable();
+    let mut expected = checkpoint.map_or_else(|| commits.first().copied(), |c| Some(c + 1))?;
+    for v in commits {
+        if v != expected {
+            return Some((
+                format!("_delta_log/{expected:020}.json"),
+                format!(
+                    "is missing: the log jumps from version {} to {v}",
+                    expected.saturating_sub(1)
+                ),
+            ));
+        }
+        expected = v + 1;
     }
     None
 }
@@ -152,7 +187,7 @@ fn check_commit(path: &Path, partitions: &mut Partitions) -> Option<String> {
                 let Some(text) = values.get(column).and_then(serde_json::Value::as_str) else {
                     continue;
                 };
-                if !text.is_empty() && !super::partition_value_fits(data_type, text) {
+                if !text.is_empty() && !super::partition_value_strict(data_type, text) {
                     let file = action["add"]["path"].as_str().unwrap_or("?");
                     return Some(format!(
                         "line {}: data file '{file}' has partition value '{text}' for column '{column}', which is not a valid {data_type}",

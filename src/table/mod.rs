@@ -171,7 +171,9 @@ impl TableView {
     /// at `version`, or the latest version when `None`.
     ///
     /// # Errors
-    /// * [`Error::NotADeltaTable`] when the location does not exist or holds no Delta log.
+    /// * [`Error::NoTable`] when the location has an unsupported scheme, does not exist or
+    ///   holds no Delta log; [`Error::DamagedLog`] naming a damaged log file;
+    ///   [`Error::NotADeltaTable`] for other failures to read the log.
     /// * [`Error::InvalidOption`] (`--version`) when the version does not exist.
     /// * [`Error::Delta`] / [`Error::Json`] when the log cannot be replayed or its stats parsed.
     pub async fn load(location: &str, version: Option<u64>) -> Result<Self> {
@@ -179,6 +181,7 @@ impl TableView {
             table: location.to_string(),
             source: Box::new(source),
         };
+        check_location(location)?;
         let url = deltalake::table::builder::parse_table_uri(location).map_err(not_a_table)?;
         let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(not_a_table)?;
         if let Some(v) = version {
@@ -217,6 +220,20 @@ impl TableView {
             }
         };
         let mut view = Self::from_table(location, &table)?;
+        // The log readers skip a directory where the next commit file should be, so the
+        // latest version would look older than it is: name it instead.
+        if version.is_none()
+            && let Ok(root) = view.location.to_file_path()
+        {
+            let next = format!("_delta_log/{:020}.json", view.version + 1);
+            if root.join(&next).is_dir() {
+                return Err(Error::DamagedLog {
+                    table: location.to_string(),
+                    file: next,
+                    message: "is a directory, not a commit file".into(),
+                });
+            }
+        }
         view.clustering_columns = view.declared_clustering_columns()?;
         if view
             .protocol
@@ -240,10 +257,12 @@ impl TableView {
         if features.iter().any(|f| f == "clustering") {
             let engine = self.log_store.engine(None);
             let root = format!("{}/", self.location.as_str().trim_end_matches('/'));
-            let kernel_error = |e: delta_kernel::Error| Error::DataFile {
-                path: "_delta_log".into(),
-                message: "holds clustering metadata that cannot be read".into(),
-                source: Some(Box::new(e)),
+            let kernel_error = |e: delta_kernel::Error| Error::DamagedLog {
+                table: self.display_location(),
+                file: "_delta_log".into(),
+                message: format!(
+                    "holds a delta.clustering domain (the clustering columns) that cannot be read: {e}"
+                ),
             };
             let snapshot = delta_kernel::Snapshot::builder_for(root)
                 .at_version(self.version)
@@ -262,10 +281,12 @@ impl TableView {
                         .iter()
                         .find(|leaf| leaf.physical.as_slice() == column.path())
                         .map(LeafColumn::display_name)
-                        .ok_or_else(|| {
-                            Error::Internal(format!(
-                                "clustering column {column} is not in the schema"
-                            ))
+                        .ok_or_else(|| Error::DamagedLog {
+                            table: self.display_location(),
+                            file: "_delta_log".into(),
+                            message: format!(
+                                "holds a delta.clustering domain naming the clustering column {column} (by physical name), which is not in the table's schema"
+                            ),
                         })
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -486,6 +507,69 @@ impl DataFile {
     }
 }
 
+/// URI schemes this build reads and writes, in the order error messages list them. Plain
+/// paths are local files.
+pub const SUPPORTED_SCHEMES: &[&str] = &["file"];
+
+/// Says, in the user's words, why `location` is not a table, before deltalake is asked:
+/// an unsupported scheme, a missing path, a directory without `_delta_log`, a log with no
+/// commit or checkpoint.
+///
+/// # Errors
+/// [`Error::NoTable`] with the reason.
+fn check_location(location: &str) -> Result<()> {
+    let no = |message: String| Error::NoTable {
+        table: location.to_string(),
+        message,
+    };
+    let path = match location.split_once("://") {
+        Some((scheme, _)) if !scheme.contains(['/', '\\']) => {
+            let scheme = scheme.to_ascii_lowercase();
+            if !SUPPORTED_SCHEMES.contains(&scheme.as_str()) {
+                return Err(no(format!(
+                    "has the URI scheme '{scheme}', which this build does not support (supported: {}, or a plain local path)",
+                    SUPPORTED_SCHEMES.join(", ")
+                )));
+            }
+            match Url::parse(location)
+                .ok()
+                .and_then(|u| u.to_file_path().ok())
+            {
+                Some(path) => path,
+                None => return Ok(()),
+            }
+        }
+        _ => std::path::PathBuf::from(location),
+    };
+    if !path.exists() {
+        return Err(no("does not exist".into()));
+    }
+    if !path.is_dir() {
+        return Err(no("is a file, not a Delta table directory".into()));
+    }
+    let log = path.join("_delta_log");
+    if !log.is_dir() {
+        return Err(no(
+            "is not a Delta table: it has no _delta_log directory".into()
+        ));
+    }
+    let has_entry = std::fs::read_dir(&log).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.len() > 20
+                && name.as_bytes()[..20].iter().all(u8::is_ascii_digit)
+                && (name.ends_with(".json") || name.ends_with(".parquet"))
+        })
+    });
+    if !has_entry {
+        return Err(no(
+            "is not a Delta table: its _delta_log holds no commit or checkpoint".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// A partition column, for reading the `partitionValues` of `add` actions.
 struct PartitionColumn {
     name: String,
@@ -515,6 +599,41 @@ pub(crate) fn partition_value_fits(data_type: &deltalake::kernel::DataType, text
         (Some(Typed::Float(v)), None) if matches!(p, P::Decimal(_)) => v.is_finite(),
         (Some(_), None) => true,
     }
+}
+
+/// As [`partition_value_fits`], and as strict as delta-kernel's parsing, to name the file
+/// when a load fails: no spaces around numbers, and a decimal's digits within its precision
+/// and scale.
+pub(crate) fn partition_value_strict(data_type: &deltalake::kernel::DataType, text: &str) -> bool {
+    use deltalake::kernel::{DataType, PrimitiveType as P};
+    if !partition_value_fits(data_type, text) {
+        return false;
+    }
+    let DataType::Primitive(p) = data_type else {
+        return true;
+    };
+    if matches!(p, P::String | P::Binary) {
+        return true;
+    }
+    if text.trim() != text {
+        return false;
+    }
+    if let P::Decimal(d) = p {
+        let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+        let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+        if !whole
+            .bytes()
+            .chain(fraction.bytes())
+            .all(|b| b.is_ascii_digit())
+        {
+            return false;
+        }
+        let whole = whole.trim_start_matches('0');
+        let scale = usize::from(d.scale());
+        let precision = usize::from(d.precision());
+        return fraction.len() <= scale && whole.len() <= precision.saturating_sub(scale);
+    }
+    true
 }
 
 /// Maps each active file's decoded path to its path as spelled in the log. deltalake's file

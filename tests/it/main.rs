@@ -9,5 +9,6 @@ mod fixture;
 mod report;
 mod rewrite;
 mod row_tracking;
+mod scheduled;
 mod sweep;
 mod verify;

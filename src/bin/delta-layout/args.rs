@@ -216,7 +216,9 @@ pub struct OptimizeArgs {
     /// 100GiB, as Delta does.
     #[arg(long, value_name = "SIZE", help_heading = "Curve")]
     pub cube_size: Option<String>,
-    /// Recluster every file of the selected partitions, sealed cubes included.
+    /// With a curve: recluster every file of the selected partitions, sealed cubes included.
+    /// Without one: let compaction pack small files of clustering runs (ZCUBE_ID tags)
+    /// together with other files, which undoes their clustering (left alone by default).
     #[arg(long, help_heading = "Curve")]
     pub full: bool,
     /// Memory a clustering run may buffer (units: 512MiB, 4GB, or bytes).

@@ -22,9 +22,9 @@ fn clustering(args: &OptimizeArgs) -> anyhow::Result<Option<ClusterRequest>> {
         (Some(columns), _) => (Curve::ZOrder, columns.clone()),
         (None, Some(columns)) => (Curve::Hilbert, columns.clone()),
         (None, None) => {
-            if args.full || args.cube_size.is_some() {
+            if args.cube_size.is_some() {
                 anyhow::bail!(delta_layout::Error::invalid_option(
-                    if args.full { "--full" } else { "--cube-size" },
+                    "--cube-size",
                     "only applies with --zorder or --hilbert"
                 ));
             }
@@ -104,6 +104,7 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_min_file_bytes(size("--min-file-size", args.min_file_size.as_deref())?)
         .with_max_deleted_ratio(args.max_deleted_ratio.unwrap_or(DEFAULT_MAX_DELETED_RATIO))
         .with_predicate(args.predicate.clone())
+        .with_include_clustered(args.full && args.zorder.is_none() && args.hilbert.is_none())
         .with_clustering(clustering(&args)?);
     plan.validate()?;
     let memory_limit = size("--memory-limit", args.memory_limit.as_deref())?;

@@ -1,8 +1,9 @@
 //! The `delta-layout` command: glue between the command line and the library.
 //!
 //! Exit codes: 0 done (also when there was nothing to do), 1 `verify` found a difference or
-//! duplicates, 2 error, 130 cancelled (Ctrl-C or SIGTERM; nothing committed, written files
-//! deleted). Errors print once to stderr, on one
+//! duplicates, 2 error (bad input, a refused or damaged table), 3 a concurrent writer
+//! conflicted and nothing was committed (safe to retry as is), 130 cancelled (Ctrl-C or
+//! SIGTERM; nothing committed, written files deleted). Errors print once to stderr, on one
 //! line, as `delta-layout: <error>: <cause>: ...`.
 
 mod args;
@@ -28,13 +29,20 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            let cancelled = err
-                .downcast_ref::<delta_layout::Error>()
-                .is_some_and(|e| matches!(e, delta_layout::Error::Cancelled));
             // A closed stderr must not turn an error into a panic.
             let _ = writeln!(std::io::stderr(), "delta-layout: {}", one_line(&err));
-            ExitCode::from(if cancelled { 130 } else { 2 })
+            ExitCode::from(exit_code(&err))
         }
+    }
+}
+
+/// Exit code for a failed run: 130 cancelled, 3 a concurrent writer conflicted (nothing was
+/// committed; the run can be retried as is), 2 anything else.
+fn exit_code(err: &anyhow::Error) -> u8 {
+    match err.downcast_ref::<delta_layout::Error>() {
+        Some(delta_layout::Error::Cancelled) => 130,
+        Some(delta_layout::Error::ConcurrentModification { .. }) => 3,
+        _ => 2,
     }
 }
 
@@ -350,6 +358,19 @@ fn run() -> anyhow::Result<ExitCode> {
             let cancel = Arc::new(AtomicBool::new(false));
             cancel_on_signal(&runtime, cancel.clone());
             let options = config::optimize_options(args)?.with_cancel(cancel.clone());
+            // Columns of the report are checked before anything is written: a typo must not
+            // follow a committed rewrite with only a warning.
+            if let Some(columns) = &report_columns {
+                let table =
+                    runtime.block_on(delta_layout::table::TableView::load(&location, None))?;
+                for column in columns {
+                    let path = delta_layout::column::parse_path(column)
+                        .map_err(|m| delta_layout::Error::invalid_option("--columns", m))?;
+                    delta_layout::report::bounds::ColumnRef::resolve(&table, &path).map_err(
+                        |e| delta_layout::Error::invalid_option("--columns", e.to_string()),
+                    )?;
+                }
+            }
             let progress: Arc<dyn delta_layout::progress::Progress> =
                 progress::BarProgress::new(quiet);
             let outcome = runtime.block_on(delta_layout::optimize::optimize(
@@ -424,4 +445,26 @@ fn run() -> anyhow::Result<ExitCode> {
     }
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_tell_a_scheduler_what_to_do() {
+        let conflict = anyhow::Error::from(delta_layout::Error::ConcurrentModification {
+            table: "t".into(),
+            read_version: 1,
+            winning_version: 2,
+            reason: "removed data file 'a.parquet', which this run rewrote".into(),
+        });
+        assert_eq!(exit_code(&conflict), 3);
+        assert_eq!(
+            exit_code(&anyhow::Error::from(delta_layout::Error::Cancelled)),
+            130
+        );
+        let bad = anyhow::Error::from(delta_layout::Error::invalid_option("--x", "bad"));
+        assert_eq!(exit_code(&bad), 2);
+    }
 }

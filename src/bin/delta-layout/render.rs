@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use delta_layout::inspect::InspectReport;
 use delta_layout::optimize::OptimizeOutcome;
 use delta_layout::report::{LayoutReport, ReportComparison};
-use delta_layout::size::format_size;
+use delta_layout::size::{count, format_size};
 use delta_layout::sweep::SweepReport;
 use delta_layout::verify::VerifyReport;
 use serde_json::{Value, json};
@@ -15,14 +15,14 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
     writeln!(out, "table      {} (version {})", r.table, r.version)?;
     writeln!(
         out,
-        "files      {} ({}), {} rows{}",
+        "files      {} ({}), {}{}",
         r.files,
         format_size(r.bytes),
-        r.rows,
+        count(r.rows, "row"),
         if r.files_without_row_count > 0 {
             format!(
-                " (+ {} files without row counts)",
-                r.files_without_row_count
+                " (+ {} without row counts)",
+                count(r.files_without_row_count, "file")
             )
         } else {
             String::new()
@@ -31,8 +31,9 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
     if r.files_with_deletion_vectors > 0 {
         writeln!(
             out,
-            "deleted    {} rows in deletion vectors on {} files",
-            r.deleted_rows, r.files_with_deletion_vectors
+            "deleted    {} in deletion vectors on {}",
+            count(r.deleted_rows, "row"),
+            count(r.files_with_deletion_vectors, "file")
         )?;
     }
     let partitioning = if r.partition_columns.is_empty() {
@@ -43,10 +44,10 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
     writeln!(out, "partitions {} ({partitioning})", r.partitions)?;
     writeln!(
         out,
-        "target     {} ({}); {} files below it, {} below 3/4 of it (the default --min-file-size)",
+        "target     {} ({}); {} below it, {} below 3/4 of it (the default --min-file-size)",
         format_size(r.target_file_bytes),
         r.target_source.describe(),
-        r.files_below_target,
+        count(r.files_below_target, "file"),
         r.files_below_min_size
     )?;
     writeln!(
@@ -121,7 +122,7 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
         ),
         Some(version) => writeln!(
             out,
-            "committed version {version}{}: {} files ({}) -> {} files ({}), {} rows, {} bins in {} partitions, {:.1}s",
+            "committed version {version}{}: {} ({}) -> {} ({}), {}, {} in {}, {:.1}s",
             o.plan
                 .clustering
                 .as_ref()
@@ -130,13 +131,13 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
                     delta_layout::plan::cluster::curve_name(c.curve),
                     c.columns.join(", ")
                 )),
-            o.files_removed,
+            count(o.files_removed, "file"),
             format_size(o.bytes_removed),
-            o.files_added,
+            count(o.files_added, "file"),
             format_size(o.bytes_added),
-            o.rows,
-            o.bins,
-            o.partitions,
+            count(o.rows, "row"),
+            count(o.bins, "bin"),
+            count(o.partitions, "partition"),
             o.duration.as_secs_f64()
         ),
     }
@@ -160,6 +161,7 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "columns": o.plan.clustering.as_ref().map(|c| c.columns.clone()),
         "duration_ms": u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
         "metrics": o.metrics,
+        "checkpoint": o.checkpoint,
         "plan": o.plan,
     })
 }
@@ -197,20 +199,20 @@ fn workload_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
 fn table_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
     writeln!(
         out,
-        "version {:<6} {} files ({}), {} rows{}; {} files below the target {}",
+        "version {:<6} {} ({}), {}{}; {} below the target {}",
         r.version,
-        r.files,
+        count(r.files, "file"),
         format_size(r.bytes),
-        r.rows,
+        count(r.rows, "row"),
         if r.files_without_row_count > 0 {
             format!(
-                " (+ {} files without row counts)",
-                r.files_without_row_count
+                " (+ {} without row counts)",
+                count(r.files_without_row_count, "file")
             )
         } else {
             String::new()
         },
-        r.files_below_target,
+        count(r.files_below_target, "file"),
         format_size(r.target_file_bytes)
     )
 }
@@ -341,13 +343,17 @@ pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> 
 pub fn verify(out: &mut impl Write, r: &VerifyReport) -> io::Result<()> {
     writeln!(
         out,
-        "version {:<6} {} rows, fingerprint {}",
-        r.version_a, r.rows_a, r.fingerprint_a
+        "version {:<6} {}, fingerprint {}",
+        r.version_a,
+        count(r.rows_a, "row"),
+        r.fingerprint_a
     )?;
     writeln!(
         out,
-        "version {:<6} {} rows, fingerprint {}",
-        r.version_b, r.rows_b, r.fingerprint_b
+        "version {:<6} {}, fingerprint {}",
+        r.version_b,
+        count(r.rows_b, "row"),
+        r.fingerprint_b
     )?;
     if r.equal {
         writeln!(out, "equal: both versions hold the same rows")?;

@@ -1,0 +1,294 @@
+//! Unattended runs: what a scheduler and the people who read its logs need.
+
+use std::collections::BTreeSet;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use delta_layout::optimize::{OptimizeOptions, rewrite};
+use delta_layout::plan::PlanOptions;
+use delta_layout::plan::cluster::ClusterRequest;
+use delta_layout::progress::NoProgress;
+use serde_json::{Value, json};
+
+use crate::fixture::{Fixture, load, optimize, rows, runtime};
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_delta-layout"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn paths(location: &str) -> BTreeSet<String> {
+    load(location)
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect()
+}
+
+#[test]
+fn two_runs_over_the_same_files_never_both_commit() {
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let location = fixture.location();
+    let before = rows(&location);
+    let rt = runtime();
+    let first = rt
+        .block_on(rewrite(
+            load(&location),
+            &OptimizeOptions::default(),
+            Arc::new(NoProgress),
+        ))
+        .unwrap();
+    let second = rt
+        .block_on(rewrite(
+            load(&location),
+            &OptimizeOptions::default(),
+            Arc::new(NoProgress),
+        ))
+        .unwrap();
+    let second_files = second.written_paths();
+    let committed = rt.block_on(first.commit()).unwrap();
+    assert!(committed.version.is_some());
+    let err = rt.block_on(second.commit()).unwrap_err();
+    assert!(
+        matches!(err, delta_layout::Error::ConcurrentModification { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("which this run rewrote"), "{err}");
+    for file in second_files {
+        assert!(!fixture.path.join(&file).exists(), "{file} was not deleted");
+    }
+    assert_eq!(rows(&location), before, "the rows are the first run's");
+    assert_eq!(
+        fixture.log_versions().last(),
+        committed.version.as_ref(),
+        "the second run committed nothing"
+    );
+}
+
+#[test]
+fn compaction_never_undoes_a_clustering() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let table = load(&location);
+    let column = table.data_leaf_columns()[0].display_name();
+    // Cluster into several small files (tagged ZCUBE_ID) ...
+    let cluster = OptimizeOptions::default().with_plan(
+        PlanOptions::default()
+            .with_target_file_bytes(Some(600))
+            .with_clustering(Some(ClusterRequest::new(
+                delta_layout::curve::Curve::ZOrder,
+                vec![column],
+            ))),
+    );
+    optimize(&location, &cluster).unwrap();
+    let clustered = paths(&location);
+    assert!(clustered.len() >= 2, "{clustered:?}");
+    // ... then another writer appends small unclustered files.
+    let appended = fixture.double_files();
+    assert_eq!(appended, clustered.len());
+    let before = rows(&location);
+
+    let output = cli(&["optimize", &location, "--dry-run"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains(&format!(
+            "left alone: {} small files written by a clustering run",
+            clustered.len()
+        )),
+        "{text}"
+    );
+    let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_eq!(
+        outcome.files_removed, appended as u64,
+        "only the appended files"
+    );
+    assert_eq!(outcome.plan.clustered_files_left, clustered.len());
+    let after = paths(&location);
+    assert!(
+        clustered.is_subset(&after),
+        "clustered files stay: {after:?}"
+    );
+    assert_eq!(rows(&location), before);
+
+    // --full without a curve packs them too.
+    let output = cli(&["optimize", &location, "--full", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["files_added"], 1, "{json}");
+    assert_eq!(rows(&location), before);
+}
+
+#[test]
+fn table_property_sizes_are_read_as_spark_reads_them() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let table = load(&location);
+    // A metaData change setting delta.targetFileSize = '100mb', as Spark SQL users write it.
+    let mut meta = fixture
+        .commit(0)
+        .into_iter()
+        .find_map(|a| a.get("metaData").cloned())
+        .unwrap();
+    meta["configuration"]["delta.targetFileSize"] = json!("100mb");
+    fixture.write_commit(
+        table.version + 1,
+        &[
+            json!({"commitInfo": {"operation": "SET TBLPROPERTIES"}}),
+            json!({"metaData": meta}),
+        ],
+    );
+    let output = cli(&["optimize", &location, "--dry-run", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["plan"]["target_file_bytes"], 104_857_600);
+    assert_eq!(
+        json["plan"]["target_source"], "table_property",
+        "{}",
+        json["plan"]
+    );
+}
+
+#[test]
+fn locations_that_are_not_tables_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let no_commit = dir.path().join("no-commit");
+    std::fs::create_dir_all(no_commit.join("_delta_log")).unwrap();
+    let file = dir.path().join("file.parquet");
+    std::fs::write(&file, b"PAR1").unwrap();
+    let missing = dir.path().join("missing");
+    let cases = [
+        (empty.display().to_string(), "has no _delta_log directory"),
+        (
+            no_commit.display().to_string(),
+            "holds no commit or checkpoint",
+        ),
+        (file.display().to_string(), "is a file"),
+        (missing.display().to_string(), "does not exist"),
+        ("s3://bucket/table".to_string(), "URI scheme 's3'"),
+        ("foo://x/y".to_string(), "supported: file"),
+    ];
+    for (location, needle) in cases {
+        for command in ["inspect", "optimize", "report"] {
+            let output = cli(&[command, &location]);
+            let message = stderr(&output);
+            assert_eq!(
+                output.status.code(),
+                Some(2),
+                "{command} {location}: {message}"
+            );
+            assert!(message.contains(needle), "{command} {location}: {message}");
+            assert_eq!(message.trim().lines().count(), 1, "{message}");
+        }
+    }
+}
+
+#[test]
+fn one_file_is_singular() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let output = cli(&["optimize", &fixture.location()]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(text.contains("-> 1 file ("), "{text}");
+    assert!(text.contains("1 bin in 1 partition"), "{text}");
+}
+
+/// Appends commits holding only `commitInfo` until the next commit lands on `version`.
+fn fill_to(fixture: &Fixture, version: u64) {
+    let mut next = fixture.next_version();
+    while next < version {
+        fixture.write_commit(next, &[json!({"commitInfo": {"operation": "WRITE"}})]);
+        next += 1;
+    }
+}
+
+#[test]
+fn a_commit_on_a_checkpoint_version_writes_the_checkpoint() {
+    for (name, v2) in [
+        ("stats-columns-vary", false),
+        ("v2-checkpoint-databricks", true),
+    ] {
+        let fixture = Fixture::copy(name);
+        let location = fixture.location();
+        let version = fixture.next_version().div_ceil(10).max(1) * 10;
+        fill_to(&fixture, version);
+        let before = rows(&location);
+        let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+        assert_eq!(outcome.version, Some(version), "{name}");
+        assert_eq!(outcome.checkpoint, Some(version), "{name}");
+        let log = fixture.path.join("_delta_log");
+        let last: Value =
+            serde_json::from_str(&std::fs::read_to_string(log.join("_last_checkpoint")).unwrap())
+                .unwrap();
+        assert_eq!(last["version"], version, "{name}: {last}");
+        let checkpoint = std::fs::read_dir(&log)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .find(|n| {
+                n.starts_with(&format!("{version:020}.checkpoint")) && n.ends_with(".parquet")
+            })
+            .unwrap_or_else(|| panic!("{name}: no checkpoint file"));
+        // A V2 checkpoint (v2Checkpoint feature) holds a checkpointMetadata action; a classic
+        // one does not.
+        let bytes = bytes::Bytes::from(std::fs::read(log.join(&checkpoint)).unwrap());
+        let reader =
+            deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                bytes,
+            )
+            .unwrap();
+        let has_metadata_action = reader
+            .schema()
+            .fields()
+            .iter()
+            .any(|f| f.name() == "checkpointMetadata");
+        assert_eq!(has_metadata_action, v2, "{name}: {checkpoint}");
+        // Readers load the table from the checkpoint alone: remove every commit up to it.
+        for v in 0..=version {
+            let _ = std::fs::remove_file(log.join(format!("{v:020}.json")));
+        }
+        assert_eq!(
+            rows(&location),
+            before,
+            "{name}: rows read from the checkpoint"
+        );
+        assert_eq!(load(&location).version, version);
+    }
+}
+
+#[test]
+fn the_checkpoint_interval_is_the_tables() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let table = load(&location);
+    let mut meta = fixture
+        .commit(0)
+        .into_iter()
+        .find_map(|a| a.get("metaData").cloned())
+        .unwrap();
+    meta["configuration"]["delta.checkpointInterval"] = json!("3");
+    let set = table.version + 1;
+    fixture.write_commit(
+        set,
+        &[
+            json!({"commitInfo": {"operation": "SET TBLPROPERTIES"}}),
+            json!({"metaData": meta}),
+        ],
+    );
+    fill_to(&fixture, (set + 1).div_ceil(3) * 3);
+    let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+    let version = outcome.version.unwrap();
+    assert_eq!(version % 3, 0);
+    assert_eq!(outcome.checkpoint, Some(version));
+    // Not on a multiple: no checkpoint.
+    fixture.double_files();
+    let outcome = optimize(&location, &OptimizeOptions::default()).unwrap();
+    assert_ne!(outcome.version.unwrap() % 3, 0);
+    assert_eq!(outcome.checkpoint, None);
+}
