@@ -17,7 +17,8 @@
 //! [`optimize::optimize`] runs the whole job; [`inspect::inspect`] reports on a table from
 //! its log; [`report::report`] and [`report::compare`] estimate min/max data skipping from
 //! the log's stats; [`verify::verify`] proves two versions hold the same rows; and
-//! [`sweep::sweep`] measures layouts and file sizes on scratch tables. The log is read and written through the `deltalake` crate; data through `arrow`
+//! [`sweep::sweep`] measures layouts and file sizes on scratch tables; [`vacuum::vacuum`]
+//! deletes files no version inside the retention needs. The log is read and written through the `deltalake` crate; data through `arrow`
 //! and `parquet` (the versions deltalake uses, re-exported by it).
 //!
 //! # Example
@@ -51,6 +52,7 @@ pub mod rewrite;
 pub mod size;
 pub mod sweep;
 pub mod table;
+pub mod vacuum;
 pub mod verify;
 
 pub use error::{Error, Result};

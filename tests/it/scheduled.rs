@@ -292,3 +292,205 @@ fn the_checkpoint_interval_is_the_tables() {
     assert_ne!(outcome.version.unwrap() % 3, 0);
     assert_eq!(outcome.checkpoint, None);
 }
+
+/// Every file under the table root outside `_delta_log`, relative, with `/` separators.
+fn files_on_disk(root: &std::path::Path) -> BTreeSet<String> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if path.is_dir() {
+                if entry.file_name() != "_delta_log" {
+                    walk(root, &path, out);
+                }
+            } else {
+                let relative = path.strip_prefix(root).unwrap();
+                out.insert(relative.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(root, root, &mut out);
+    out
+}
+
+#[test]
+fn vacuum_deletes_exactly_the_files_no_version_needs() {
+    for name in ["delta-rs-small-appends", "dv-columnmapping-partitioned"] {
+        let fixture = Fixture::copy(name);
+        let location = fixture.location();
+        optimize(&location, &OptimizeOptions::default()).unwrap();
+        let before = rows(&location);
+        // An orphan a writer left 30 days ago, and one left just now.
+        let old_orphan = fixture.path.join("orphan-old.parquet");
+        std::fs::write(&old_orphan, b"PAR1").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&old_orphan)
+            .unwrap()
+            .set_modified(
+                std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 86_400),
+            )
+            .unwrap();
+        std::fs::write(fixture.path.join("orphan-new.parquet"), b"PAR1").unwrap();
+        let log_before: BTreeSet<String> = std::fs::read_dir(fixture.path.join("_delta_log"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+
+        // The table's retention (7 days): only the old orphan goes.
+        let output = cli(&["vacuum", &location, "--json"]);
+        assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let deleted: BTreeSet<String> = json["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                percent_encoding::percent_decode_str(f["path"].as_str().unwrap())
+                    .decode_utf8()
+                    .unwrap()
+                    .into_owned()
+            })
+            .collect();
+        assert!(
+            deleted.contains("orphan-old.parquet"),
+            "{name}: {deleted:?}"
+        );
+        assert!(
+            !deleted.contains("orphan-new.parquet"),
+            "{name}: {deleted:?}"
+        );
+        assert!(!old_orphan.exists());
+        // The files the run just removed are needed by the versions before it.
+        let version = *fixture.log_versions().last().unwrap();
+        for remove in fixture
+            .commit(version)
+            .iter()
+            .filter_map(|a| a.get("remove"))
+        {
+            let path = percent_encoding::percent_decode_str(remove["path"].as_str().unwrap())
+                .decode_utf8()
+                .unwrap()
+                .into_owned();
+            assert!(
+                !deleted.contains(&path),
+                "{name}: {path} was removed just now"
+            );
+            assert!(fixture.path.join(&path).exists(), "{name}: {path}");
+        }
+        if name == "delta-rs-small-appends" {
+            // Nothing else was ever removed from this table.
+            assert_eq!(deleted.len(), 1, "{deleted:?}");
+            assert_eq!(json["bytes"], 4);
+        }
+
+        // A shorter retention is refused unless its risk is accepted.
+        let listing = fixture.listing();
+        let output = cli(&["vacuum", &location, "--retain", "0"]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{message}");
+        assert!(
+            message.contains("--retain") && message.contains("--risk-breaking-readers"),
+            "{message}"
+        );
+        assert_eq!(fixture.listing(), listing);
+
+        // Retention 0: every file the latest version does not reference, data and deletion
+        // vectors alike; a dry run lists them and deletes nothing.
+        let referenced: BTreeSet<String> = {
+            let table = load(&location);
+            let mut set: BTreeSet<String> = table.files.iter().map(|f| f.path.clone()).collect();
+            for file in &table.files {
+                if let Some(dv) = &file.deletion_vector {
+                    let kernel: delta_kernel::actions::deletion_vector::DeletionVectorDescriptor =
+                        dv.clone().try_into().unwrap();
+                    if let Some(url) = kernel.absolute_path(&table.location).unwrap() {
+                        let root = table.location.as_str().trim_end_matches('/');
+                        let relative = url
+                            .as_str()
+                            .strip_prefix(root)
+                            .unwrap()
+                            .trim_start_matches('/');
+                        set.insert(
+                            percent_encoding::percent_decode_str(relative)
+                                .decode_utf8()
+                                .unwrap()
+                                .into_owned(),
+                        );
+                    }
+                }
+            }
+            set
+        };
+        let expected: BTreeSet<String> = files_on_disk(&fixture.path)
+            .into_iter()
+            .filter(|p| !referenced.contains(p))
+            .filter(|p| {
+                !p.split('/').any(|part| {
+                    part.starts_with('.') || (part.starts_with('_') && !part.contains('='))
+                })
+            })
+            .collect();
+        assert!(
+            !expected.is_empty(),
+            "{name}: the compacted inputs are unreferenced"
+        );
+        let output = cli(&[
+            "vacuum",
+            &location,
+            "--retain",
+            "0",
+            "--risk-breaking-readers",
+            "--dry-run",
+            "--json",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let listed: BTreeSet<String> = json["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                percent_encoding::percent_decode_str(f["path"].as_str().unwrap())
+                    .decode_utf8()
+                    .unwrap()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(
+            listed, expected,
+            "{name}: the dry run lists exactly the unreferenced files"
+        );
+        assert_eq!(
+            fixture.listing(),
+            listing,
+            "{name}: a dry run deletes nothing"
+        );
+
+        let output = cli(&[
+            "vacuum",
+            &location,
+            "--retain",
+            "0",
+            "--risk-breaking-readers",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+        let left = files_on_disk(&fixture.path);
+        assert!(left.is_disjoint(&expected), "{name}: {left:?}");
+        assert!(
+            referenced.iter().all(|p| left.contains(p)),
+            "{name}: a live file was deleted"
+        );
+        assert_eq!(
+            rows(&location),
+            before,
+            "{name}: the latest version reads the same rows"
+        );
+        let log_after: BTreeSet<String> = std::fs::read_dir(fixture.path.join("_delta_log"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(log_after, log_before, "{name}: _delta_log untouched");
+    }
+}

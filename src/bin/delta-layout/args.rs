@@ -25,6 +25,31 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Try layouts and target file sizes on scratch copies and compare them, table untouched.
     Sweep(SweepArgs),
+    /// Delete files that no version inside the retention needs (Delta's VACUUM).
+    Vacuum(VacuumArgs),
+}
+
+/// `vacuum` arguments.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct VacuumArgs {
+    /// Table location: a local path or a URL.
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+    /// Keep files removed within this many hours [default: the table's
+    /// delta.deletedFileRetentionDuration, else 168 (7 days)].
+    #[arg(long, value_name = "HOURS")]
+    pub retain: Option<f64>,
+    /// Accept a --retain below the table's retention: readers of older versions, and writers
+    /// still working from them, may find their files gone.
+    #[arg(long)]
+    pub risk_breaking_readers: bool,
+    /// List the files and bytes that would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `sweep` arguments.

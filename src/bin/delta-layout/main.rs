@@ -179,6 +179,7 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
         Command::Report(args) => split("--columns", &mut args.columns),
         Command::Verify(args) => split("--unique", &mut args.unique),
         Command::Sweep(args) => split("--columns", &mut args.columns),
+        Command::Vacuum(_) => Ok(()),
     }
 }
 
@@ -298,6 +299,20 @@ fn run() -> anyhow::Result<ExitCode> {
                 } else {
                     render::report(&mut stdout, &report)?;
                 }
+            }
+        }
+        Command::Vacuum(args) => {
+            let table =
+                runtime.block_on(delta_layout::table::TableView::load(&args.table, None))?;
+            let options = delta_layout::vacuum::VacuumOptions::default()
+                .with_retain_hours(args.retain)
+                .with_dry_run(args.dry_run)
+                .with_short_retention(args.risk_breaking_readers);
+            let report = runtime.block_on(delta_layout::vacuum::vacuum(&table, &options))?;
+            if args.json {
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+            } else {
+                render::vacuum(&mut stdout, &report)?;
             }
         }
         Command::Sweep(args) => {

@@ -471,3 +471,23 @@ pub fn sweep(out: &mut impl Write, r: &SweepReport) -> io::Result<()> {
         std::time::Duration::from_millis(r.duration_ms).as_secs_f64()
     )
 }
+
+/// Text form of `vacuum`: one line per file on a dry run, then the total.
+pub fn vacuum(out: &mut impl Write, r: &delta_layout::vacuum::VacuumReport) -> io::Result<()> {
+    if r.dry_run {
+        for file in &r.files {
+            writeln!(out, "{}  {}", format_size(file.size_bytes), file.path)?;
+        }
+    }
+    writeln!(
+        out,
+        "{} {} ({}) of {} at version {}, retention {} hours (the table's: {})",
+        if r.dry_run { "would delete" } else { "deleted" },
+        count(r.files.len() as u64, "file"),
+        format_size(r.bytes),
+        r.table,
+        r.version,
+        r.retention_hours,
+        r.table_retention_hours
+    )
+}

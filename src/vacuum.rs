@@ -1,0 +1,300 @@
+//! `vacuum`: delete the data files no version inside the retention needs.
+//!
+//! The file set is Delta's `VACUUM`: every file in the table directory that the latest
+//! version does not reference (data files and deletion-vector files alike) and that was
+//! removed, or last modified, longer ago than the retention; never `_delta_log`, never a
+//! file or directory whose name starts with `_` or `.` (other than partition directories),
+//! never a file of the latest version. The retention defaults to the table's
+//! `delta.deletedFileRetentionDuration` (7 days when unset); a shorter one is refused unless
+//! the caller accepts the risk ([`VacuumOptions::with_short_retention`]): readers of older
+//! versions, and writers still working from them, may find their files gone.
+//!
+//! The set is computed by the `deltalake` crate's vacuum planner (full mode, as a dry run, so
+//! it commits nothing), and the files are deleted here through the table's object store: the
+//! crate's own execution commits through a transaction builder that, built without its
+//! `datafusion` feature, refuses tables this tool supports (column mapping, CHECK
+//! constraints, ...). Before anything is planned the table's protocol is checked as for a
+//! rewrite ([`crate::table::ProtocolInfo::check_writable`]), which is what the
+//! `vacuumProtocolCheck` feature asks of a vacuum.
+//!
+//! Source: PROTOCOL.md "VACUUM Protocol Check", "Deletion Vectors"; Delta Spark
+//! `VacuumCommand`; delta-rs `operations/vacuum.rs`.
+
+use deltalake::operations::vacuum::VacuumMode;
+use deltalake::{DeltaTableBuilder, Path};
+use futures::{StreamExt as _, TryStreamExt as _};
+use object_store::ObjectStoreExt as _;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::table::TableView;
+
+/// Table property holding the retention of removed files (Delta: an interval such as
+/// `interval 7 days`).
+pub const PROP_DELETED_FILE_RETENTION: &str = "delta.deletedFileRetentionDuration";
+
+/// Retention when the table sets none: 7 days (168 hours), as Delta's.
+pub const DEFAULT_RETENTION_HOURS: f64 = 168.0;
+
+/// Objects deleted at a time.
+pub const DELETE_CONCURRENCY: usize = 16;
+
+/// Options of [`vacuum`].
+#[derive(Debug, Clone, Default)]
+pub struct VacuumOptions {
+    retain_hours: Option<f64>,
+    dry_run: bool,
+    short_retention: bool,
+}
+
+impl VacuumOptions {
+    /// Keep files removed within this many hours (`--retain`). Defaults to the table's
+    /// `delta.deletedFileRetentionDuration`, else [`DEFAULT_RETENTION_HOURS`].
+    #[must_use]
+    pub fn with_retain_hours(mut self, hours: Option<f64>) -> Self {
+        self.retain_hours = hours;
+        self
+    }
+
+    /// List what would be deleted, delete nothing (`--dry-run`).
+    #[must_use]
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Accept a retention shorter than the table's (`--risk-breaking-readers`).
+    #[must_use]
+    pub fn with_short_retention(mut self, allow: bool) -> Self {
+        self.short_retention = allow;
+        self
+    }
+}
+
+/// One file vacuum deleted (or would delete).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VacuumedFile {
+    /// Path relative to the table root.
+    pub path: String,
+    /// Size in bytes.
+    pub size_bytes: u64,
+}
+
+/// What [`vacuum`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VacuumReport {
+    /// The table location.
+    pub table: String,
+    /// The version whose files were kept.
+    pub version: u64,
+    /// The retention applied, hours.
+    pub retention_hours: f64,
+    /// The table's own retention, hours.
+    pub table_retention_hours: f64,
+    /// True when nothing was deleted on purpose.
+    pub dry_run: bool,
+    /// The files deleted (or, on a dry run, to delete), by path.
+    pub files: Vec<VacuumedFile>,
+    /// Their total size, bytes.
+    pub bytes: u64,
+}
+
+/// The table's retention in hours, from `delta.deletedFileRetentionDuration` (`interval N
+/// unit`, units from microseconds to weeks, as Spark's `CalendarInterval` strings).
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming the property when it does not parse.
+pub fn table_retention_hours(table: &TableView) -> Result<f64> {
+    let Some(text) = table.property(PROP_DELETED_FILE_RETENTION) else {
+        return Ok(DEFAULT_RETENTION_HOURS);
+    };
+    parse_interval_hours(text).ok_or_else(|| {
+        Error::invalid_option(
+            PROP_DELETED_FILE_RETENTION,
+            format!("'{text}' is not an interval such as 'interval 7 days'"),
+        )
+    })
+}
+
+fn parse_interval_hours(text: &str) -> Option<f64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let rest = lower.strip_prefix("interval").unwrap_or(&lower).trim();
+    let mut words = rest.split_whitespace();
+    let mut hours = 0.0;
+    let mut any = false;
+    while let Some(number) = words.next() {
+        let value: f64 = number.parse().ok()?;
+        let unit = words.next()?;
+        let per_hour = match unit.trim_end_matches('s') {
+            "week" => 168.0,
+            "day" => 24.0,
+            "hour" => 1.0,
+            "minute" => 1.0 / 60.0,
+            "second" => 1.0 / 3600.0,
+            "millisecond" => 1.0 / 3_600_000.0,
+            "microsecond" => 1.0 / 3_600_000_000.0,
+            _ => return None,
+        };
+        hours += value * per_hour;
+        any = true;
+    }
+    (any && hours >= 0.0).then_some(hours)
+}
+
+/// Deletes (or lists, on a dry run) the files of `table` that no version inside the
+/// retention needs. `table` must be the latest version.
+///
+/// # Errors
+/// * [`Error::UnsupportedFeatures`] for a table with features this tool does not support
+///   (nothing is deleted).
+/// * [`Error::InvalidOption`] (`--retain`) for a negative retention, or one below the
+///   table's without [`VacuumOptions::with_short_retention`].
+/// * [`Error::Delta`] / [`Error::ObjectStore`] when planning or deleting fails; files deleted
+///   before the failure stay deleted (each was unreferenced).
+pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<VacuumReport> {
+    table.protocol.check_writable(&table.display_location())?;
+    let table_hours = table_retention_hours(table)?;
+    let hours = options.retain_hours.unwrap_or(table_hours);
+    if !hours.is_finite() || hours < 0.0 {
+        return Err(Error::invalid_option(
+            "--retain",
+            format!("{hours} is not a number of hours of 0 or more"),
+        ));
+    }
+    if hours < table_hours && !options.short_retention {
+        return Err(Error::invalid_option(
+            "--retain",
+            format!(
+                "{hours} hours is below the table's retention of {table_hours} hours ({PROP_DELETED_FILE_RETENTION}); files that readers of older versions or running writers still need could be deleted. Pass --risk-breaking-readers to do it anyway"
+            ),
+        ));
+    }
+    let delta_error = |context: &str, e| Error::delta(context.to_string(), e);
+    let loaded = DeltaTableBuilder::from_url(table.location.clone())
+        .map_err(|e| delta_error("opening the table for vacuum", e))?
+        .with_version(table.version)
+        .load()
+        .await
+        .map_err(|e| delta_error("opening the table for vacuum", e))?;
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "hours to whole milliseconds; range checked above"
+    )]
+    let millis = (hours * 3_600_000.0).round() as i64;
+    // A path removed several times (a file re-added with a new deletion vector, then
+    // removed) has several tombstones: it is needed while any of them is inside the
+    // retention, which the planner does not check (it deletes on the oldest), so such paths
+    // are taken out of its plan here.
+    let cutoff = chrono::Utc::now().timestamp_millis() - millis;
+    let recent: std::collections::HashSet<String> = {
+        let state = loaded
+            .snapshot()
+            .map_err(|e| delta_error("reading the removed files", e))?;
+        state
+            .all_tombstones(table.log_store.as_ref())
+            .try_filter_map(|t| {
+                let keep = t.deletion_timestamp().unwrap_or(0) >= cutoff;
+                let path = t.path();
+                let path = Path::parse(path.as_ref())
+                    .unwrap_or_else(|_| Path::from(path.as_ref()))
+                    .to_string();
+                futures::future::ready(Ok(keep.then_some(path)))
+            })
+            .try_collect()
+            .await
+            .map_err(|e| delta_error("reading the removed files", e))?
+    };
+    let (_, metrics) = loaded
+        .clone()
+        .vacuum()
+        .with_mode(VacuumMode::Full)
+        .with_retention_period(chrono::Duration::milliseconds(millis))
+        .with_enforce_retention_duration(false)
+        .with_dry_run(true)
+        .await
+        .map_err(|e| delta_error("planning the vacuum", e))?;
+    let store = table.log_store.object_store(None);
+    let mut paths: Vec<String> = metrics
+        .files_deleted
+        .into_iter()
+        .filter(|p| !recent.contains(p))
+        .collect();
+    paths.sort();
+    paths.dedup();
+    // Tombstones outlive their files (an earlier vacuum deleted them): only files that
+    // exist are listed.
+    let files: Vec<Option<VacuumedFile>> = futures::stream::iter(paths)
+        .map(|path| {
+            let store = store.clone();
+            async move {
+                let location = Path::parse(&path).unwrap_or_else(|_| Path::from(path.as_str()));
+                let size = match store.head(&location).await {
+                    Ok(meta) => meta.size,
+                    Err(deltalake::ObjectStoreError::NotFound { .. }) => return Ok(None),
+                    Err(source) => {
+                        return Err(Error::ObjectStore {
+                            path,
+                            source: Box::new(source),
+                        });
+                    }
+                };
+                Ok(Some(VacuumedFile {
+                    path,
+                    size_bytes: size,
+                }))
+            }
+        })
+        .buffered(DELETE_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let files: Vec<VacuumedFile> = files.into_iter().flatten().collect();
+    if !options.dry_run {
+        futures::stream::iter(files.iter())
+            .map(|file| {
+                let store = store.clone();
+                async move {
+                    let location =
+                        Path::parse(&file.path).unwrap_or_else(|_| Path::from(file.path.as_str()));
+                    match store.delete(&location).await {
+                        Ok(()) | Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(()),
+                        Err(source) => Err(Error::ObjectStore {
+                            path: file.path.clone(),
+                            source: Box::new(source),
+                        }),
+                    }
+                }
+            })
+            .buffer_unordered(DELETE_CONCURRENCY)
+            .try_collect::<Vec<()>>()
+            .await?;
+    }
+    Ok(VacuumReport {
+        table: table.display_location(),
+        version: table.version,
+        retention_hours: hours,
+        table_retention_hours: table_hours,
+        dry_run: options.dry_run,
+        bytes: files.iter().map(|f| f.size_bytes).sum(),
+        files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_parse_to_hours() {
+        assert_eq!(parse_interval_hours("interval 7 days"), Some(168.0));
+        assert_eq!(parse_interval_hours("INTERVAL 1 WEEK"), Some(168.0));
+        assert_eq!(
+            parse_interval_hours("interval 2 hours 30 minutes"),
+            Some(2.5)
+        );
+        assert_eq!(parse_interval_hours("interval 0 seconds"), Some(0.0));
+        assert_eq!(parse_interval_hours("7 days"), Some(168.0));
+        assert_eq!(parse_interval_hours("interval seven days"), None);
+        assert_eq!(parse_interval_hours("interval 7 fortnights"), None);
+        assert_eq!(parse_interval_hours(""), None);
+    }
+}
