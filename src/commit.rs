@@ -382,24 +382,41 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
     let tracks_rows = actions
         .iter()
         .any(|a| matches!(a, Action::Add(add) if add.default_row_commit_version.is_some()));
-    let at_version = |version: u64| -> Result<bytes::Bytes> {
-        if !tracks_rows {
-            return commit_bytes(actions, &raw_paths);
-        }
+    let log_store = table.log_store.as_ref();
+    let in_commit_timestamps = in_commit_timestamps_enabled(table);
+    // The commit as written at `version`: row tracking's `defaultRowCommitVersion` is that
+    // version, and with in-commit timestamps `commitInfo.inCommitTimestamp` must exceed the
+    // previous commit's.
+    let at_version = async |version: u64| -> Result<bytes::Bytes> {
         let v = i64::try_from(version).map_err(|_| Error::Internal("version over i64".into()))?;
+        let ict = if in_commit_timestamps {
+            let previous = previous_in_commit_timestamp(table, log_store, version - 1).await?;
+            Some(
+                Utc::now()
+                    .timestamp_millis()
+                    .max(previous.saturating_add(1)),
+            )
+        } else {
+            None
+        };
         let patched: Vec<Action> = actions
             .iter()
             .map(|a| match a {
-                Action::Add(add) => Action::Add(Add {
+                Action::Add(add) if tracks_rows => Action::Add(Add {
                     default_row_commit_version: Some(v),
                     ..add.clone()
+                }),
+                Action::CommitInfo(info) if ict.is_some() => Action::CommitInfo(CommitInfo {
+                    in_commit_timestamp: ict,
+                    timestamp: ict,
+                    ..info.clone()
                 }),
                 other => other.clone(),
             })
             .collect();
         commit_bytes(&patched, &raw_paths)
     };
-    let mut bytes = at_version(table.version + 1)?;
+    let mut bytes = at_version(table.version + 1).await?;
     let rewritten: HashSet<&str> = actions
         .iter()
         .filter_map(|a| match a {
@@ -407,7 +424,6 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
             _ => None,
         })
         .collect();
-    let log_store = table.log_store.as_ref();
     let operation_id = uuid::Uuid::new_v4();
     let mut version = table.version + 1;
     for _ in 0..MAX_COMMIT_ATTEMPTS {
@@ -430,7 +446,7 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
                     check_winning_commit(table, log_store, winner, &rewritten, tracks_rows).await?;
                 }
                 version = latest + 1;
-                bytes = at_version(version)?;
+                bytes = at_version(version).await?;
             }
             Err(e) => {
                 return Err(Error::delta(
@@ -448,6 +464,56 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
             "was taken by another writer in each of {MAX_COMMIT_ATTEMPTS} tries (no commit conflicted, but the table is too busy to win a race)"
         ),
     })
+}
+
+/// Whether commits must carry `commitInfo.inCommitTimestamp` (PROTOCOL.md "In-Commit
+/// Timestamps"): the `inCommitTimestamp` writer feature is present and the table property
+/// `delta.enableInCommitTimestamps` is `true`.
+#[must_use]
+pub fn in_commit_timestamps_enabled(table: &TableView) -> bool {
+    table
+        .protocol
+        .effective_features()
+        .iter()
+        .any(|f| f == "inCommitTimestamp")
+        && table
+            .property(PROP_ENABLE_IN_COMMIT_TIMESTAMPS)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Table property enabling in-commit timestamps.
+pub const PROP_ENABLE_IN_COMMIT_TIMESTAMPS: &str = "delta.enableInCommitTimestamps";
+
+/// The in-commit timestamp of commit `version` (its `commitInfo.inCommitTimestamp`), or
+/// `i64::MIN` when it has none.
+///
+/// # Errors
+/// [`Error::DamagedLog`] when the commit cannot be read; [`Error::Json`] when a line of it
+/// is not JSON.
+async fn previous_in_commit_timestamp(
+    table: &TableView,
+    log_store: &dyn LogStore,
+    version: u64,
+) -> Result<i64> {
+    let bytes = match log_store.read_commit_entry(version).await {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) | Err(_) => return Err(damaged_entry(table, version)),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let action: Value = serde_json::from_str(line).map_err(|source| Error::Json {
+            context: format!("reading commit {version}"),
+            source,
+        })?;
+        if let Some(ict) = action
+            .get("commitInfo")
+            .and_then(|c| c.get("inCommitTimestamp"))
+            .and_then(Value::as_i64)
+        {
+            return Ok(ict);
+        }
+    }
+    Ok(i64::MIN)
 }
 
 /// The log entry at `version` exists (the atomic create refused it) but cannot be read.

@@ -72,8 +72,10 @@ pub struct InspectReport {
     pub protocol: ProtocolInfo,
     /// Every feature in force (listed or implied by a legacy version).
     pub features: Vec<String>,
-    /// Features that stop `optimize` from rewriting the table.
+    /// Features that stop `optimize` from rewriting the table, each `feature (reason)`.
     pub unsupported_features: Vec<String>,
+    /// Every feature in effect with `supported` or the reason it is refused.
+    pub feature_support: BTreeMap<String, String>,
     /// Table properties.
     pub properties: BTreeMap<String, String>,
 }
@@ -161,6 +163,12 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
         protocol: table.protocol.clone(),
         features: table.protocol.effective_features(),
         unsupported_features: table.protocol.unsupported(),
+        feature_support: table
+            .protocol
+            .feature_support()
+            .into_iter()
+            .map(|(f, reason)| (f, reason.unwrap_or_else(|| "supported".into())))
+            .collect(),
         properties: table.properties.clone(),
     })
 }

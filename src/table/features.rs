@@ -34,6 +34,18 @@ use crate::error::{Error, Result};
 ///   declared clustering columns are the default curve columns; clustered files carry
 ///   `clusteringProvider`, only files of no provider or of delta-layout are reclustered, and
 ///   the `delta.clustering` domain is left as it is (PROTOCOL.md "Clustered Table").
+/// * `inCommitTimestamp`: when `delta.enableInCommitTimestamps` is on, the commit's
+///   `commitInfo` (its first action) carries `inCommitTimestamp`, the later of now and the
+///   previous commit's plus 1 ms, recomputed for each version tried (PROTOCOL.md "In-Commit
+///   Timestamps"); the enablement properties are left as they are.
+/// * `typeWidening` (and `typeWidening-preview`): files written before a column was widened
+///   hold the narrower type; they are read into the current type by exact widenings only
+///   (`rewrite::convert`), written and given stats at the current type, and the schema's
+///   `delta.typeChanges` metadata is left as it is (PROTOCOL.md "Type Widening").
+/// * `vacuumProtocolCheck`: `vacuum` checks this same list before deleting anything.
+/// * `checkpointProtection`: this tool never removes or rewrites log files or checkpoints.
+/// * `allowColumnDefaults`: defaults apply to rows inserted without the column; a rewrite
+///   copies every stored value.
 /// * `rowTracking`: stable row IDs and commit versions are written into the materialized
 ///   columns of the new files, which get fresh `baseRowId`s above the high-water mark
 ///   (PROTOCOL.md "Row Tracking"; see [`super::row_tracking`]).
@@ -52,7 +64,76 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "deletionVectors",
     "columnMapping",
     "changeDataFeed",
+    "inCommitTimestamp",
+    "typeWidening",
+    "typeWidening-preview",
+    "vacuumProtocolCheck",
+    "checkpointProtection",
+    "allowColumnDefaults",
 ];
+
+/// Features this tool refuses, each with the reason a user can act on. Any feature in
+/// neither list is refused as unknown ([`support`]).
+pub const REFUSED_FEATURES: &[(&str, &str)] = &[
+    (
+        "variantType",
+        "variant columns are not rewritten yet: their Parquet encoding is not carried through unchanged",
+    ),
+    (
+        "variantType-preview",
+        "variant columns are not rewritten yet: their Parquet encoding is not carried through unchanged",
+    ),
+    (
+        "variantShredding-preview",
+        "shredded variant columns are not rewritten yet",
+    ),
+    (
+        "collations",
+        "min/max stats of collated string columns must follow each column's collation, which this tool does not implement",
+    ),
+    (
+        "icebergCompatV1",
+        "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do",
+    ),
+    (
+        "icebergCompatV2",
+        "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do",
+    ),
+    (
+        "icebergWriterCompatV1",
+        "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do",
+    ),
+    (
+        "catalogManaged",
+        "commits of catalog-managed tables go through their catalog, which this tool does not talk to",
+    ),
+    (
+        "catalogOwned-preview",
+        "commits of catalog-managed tables go through their catalog, which this tool does not talk to",
+    ),
+];
+
+/// Whether this tool supports `feature`: `Ok(())`, or the reason it is refused.
+///
+/// # Errors
+/// The reason, for a refused or unknown feature.
+pub fn support(feature: &str) -> std::result::Result<(), String> {
+    if SUPPORTED_FEATURES.contains(&feature) {
+        return Ok(());
+    }
+    Err(REFUSED_FEATURES
+        .iter()
+        .find(|(f, _)| *f == feature)
+        .map_or_else(
+            || {
+                format!(
+                    "unknown to delta-layout {}: what it asks of a writer cannot be checked",
+                    env!("CARGO_PKG_VERSION")
+                )
+            },
+            |(_, reason)| (*reason).to_string(),
+        ))
+}
 
 /// The highest reader version this tool reads.
 pub const MAX_READER_VERSION: i64 = 3;
@@ -136,14 +217,27 @@ impl ProtocolInfo {
         out
     }
 
-    /// The features (and protocol versions) this tool does not support, sorted; empty when the
-    /// table may be rewritten.
+    /// Every feature in effect with [`support`]'s verdict: `None` when supported, else the
+    /// reason it is refused.
+    #[must_use]
+    pub fn feature_support(&self) -> Vec<(String, Option<String>)> {
+        self.effective_features()
+            .into_iter()
+            .map(|f| {
+                let reason = support(&f).err();
+                (f, reason)
+            })
+            .collect()
+    }
+
+    /// The features (and protocol versions) this tool does not support, sorted, each with
+    /// its reason (`feature (reason)`); empty when the table may be rewritten.
     #[must_use]
     pub fn unsupported(&self) -> Vec<String> {
         let mut out: Vec<String> = self
-            .effective_features()
+            .feature_support()
             .into_iter()
-            .filter(|f| !SUPPORTED_FEATURES.contains(&f.as_str()))
+            .filter_map(|(f, reason)| reason.map(|r| format!("{f} ({r})")))
             .collect();
         if self.min_reader_version > MAX_READER_VERSION {
             out.push(format!("minReaderVersion {}", self.min_reader_version));
@@ -213,9 +307,23 @@ mod tests {
                 "typeWidening",
             ],
         );
-        assert_eq!(p.unsupported(), ["typeWidening"]);
+        assert!(p.unsupported().is_empty());
+        let p = protocol(
+            3,
+            7,
+            &["variantType"],
+            &["variantType", "icebergCompatV2", "fancyNew"],
+        );
+        let unsupported = p.unsupported();
+        assert_eq!(unsupported.len(), 3, "{unsupported:?}");
+        assert!(unsupported[0].starts_with("fancyNew (unknown to delta-layout"));
+        assert!(unsupported[1].starts_with("icebergCompatV2 (UniForm"));
+        assert!(unsupported[2].starts_with("variantType (variant columns"));
         let err = p.check_writable("t").unwrap_err().to_string();
-        assert!(err.contains("typeWidening"), "{err}");
+        assert!(
+            err.contains("variantType") && err.contains("Iceberg"),
+            "{err}"
+        );
         assert_eq!(
             protocol(4, 8, &[], &[]).unsupported(),
             ["minReaderVersion 4", "minWriterVersion 8"]

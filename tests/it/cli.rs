@@ -181,20 +181,16 @@ fn refused_feature_exits_2_naming_it() {
         fixture.next_version(),
         &[
             serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-            "readerFeatures": ["typeWidening"],
-            "writerFeatures": ["appendOnly", "invariants", "typeWidening"]}}),
+            "readerFeatures": ["variantType"],
+            "writerFeatures": ["appendOnly", "invariants", "variantType"]}}),
         ],
     );
     expect_error(
         &fixture,
         &["optimize", "{}"],
-        &["typeWidening", "nothing was written"],
+        &["variantType", "nothing was written"],
     );
-    expect_error(
-        &fixture,
-        &["optimize", "{}", "--dry-run"],
-        &["typeWidening"],
-    );
+    expect_error(&fixture, &["optimize", "{}", "--dry-run"], &["variantType"]);
 }
 
 #[test]
@@ -243,17 +239,46 @@ fn inspect_and_optimize_json() {
     assert_eq!(report["files"], 1);
 }
 
-/// Each table feature outside the supported list is refused by name, before anything is
-/// written. The table is `basic-with-checkpoint` upgraded to protocol 3/7 with the feature.
+/// Each table feature outside the supported list is refused by name and reason, before
+/// anything is written; each feature in it is accepted, and `inspect` says which is which.
+/// The table is `basic-with-checkpoint` upgraded to protocol 3/7 with the feature.
 #[test]
-fn every_unsupported_feature_is_refused_by_name() {
-    let writer_only = [
-        "inCommitTimestamp",
-        "icebergCompatV2",
-        "checkpointProtection",
-        "allowColumnDefaults",
+fn every_feature_is_supported_or_refused_with_a_reason() {
+    let supported = [
+        ("inCommitTimestamp", false),
+        ("checkpointProtection", false),
+        ("allowColumnDefaults", false),
+        ("typeWidening", true),
+        ("vacuumProtocolCheck", true),
     ];
-    let reader_writer = ["typeWidening", "variantType", "vacuumProtocolCheck"];
+    for (feature, in_reader) in supported {
+        let fixture = Fixture::copy("basic-with-checkpoint");
+        let reader: Vec<&str> = if in_reader { vec![feature] } else { vec![] };
+        fixture.write_commit(
+            fixture.next_version(),
+            &[
+                serde_json::json!({"commitInfo": {"operation": "SET TBLPROPERTIES"}}),
+                serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                    "readerFeatures": reader,
+                    "writerFeatures": ["appendOnly", "invariants", feature]}}),
+            ],
+        );
+        let location = fixture.location();
+        let output = run(&["inspect", &location, "--json"]);
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["feature_support"][feature], "supported", "{feature}");
+        let before = rows(&location);
+        let output = run(&["optimize", &location, "--quiet"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{feature}: {}",
+            stderr(&output)
+        );
+        assert_eq!(rows(&location), before, "{feature}");
+    }
+    let writer_only = ["icebergCompatV2", "collations", "someFeatureFromTheFuture"];
+    let reader_writer = ["variantType", "variantType-preview"];
     for (feature, in_reader) in writer_only
         .iter()
         .map(|f| (*f, false))
@@ -275,6 +300,11 @@ fn every_unsupported_feature_is_refused_by_name() {
             ],
         );
         expect_error(&fixture, &["optimize", "{}"], &[feature]);
+        let output = run(&["inspect", &fixture.location(), "--json"]);
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let verdict = report["feature_support"][feature].as_str().unwrap();
+        assert_ne!(verdict, "supported", "{feature}");
+        assert!(verdict.len() > 20, "{feature}: a reason, got {verdict}");
     }
 }
 

@@ -21,17 +21,17 @@ use serde_json::{Value, json};
 use crate::fixture::{Fixture, load, optimize, rows, runtime};
 
 /// One data file of a hand-made table.
-struct RawFile {
+pub(crate) struct RawFile {
     /// The path as the log spells it (URI-encoded).
-    log_path: String,
+    pub(crate) log_path: String,
     /// The path on disk, relative to the table root.
-    disk_path: String,
-    bytes: Vec<u8>,
-    partition_values: Value,
+    pub(crate) disk_path: String,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) partition_values: Value,
 }
 
 impl RawFile {
-    fn plain(name: &str, bytes: Vec<u8>) -> Self {
+    pub(crate) fn plain(name: &str, bytes: Vec<u8>) -> Self {
         Self {
             log_path: name.to_string(),
             disk_path: name.to_string(),
@@ -43,7 +43,7 @@ impl RawFile {
 
 /// Writes version 0 of a table at `root`: `protocol`, a `metaData` with `fields` (Delta
 /// schema fields) and `partition_columns`, `extra` actions, and an `add` per file (no stats).
-fn raw_table(
+pub(crate) fn raw_table(
     root: &Path,
     protocol: Value,
     fields: Value,
@@ -91,7 +91,7 @@ fn protocol_1_2() -> Value {
     json!({"minReaderVersion": 1, "minWriterVersion": 2})
 }
 
-fn parquet(columns: Vec<(&str, ArrayRef)>) -> Vec<u8> {
+pub(crate) fn parquet(columns: Vec<(&str, ArrayRef)>) -> Vec<u8> {
     let batch = RecordBatch::try_from_iter(columns).unwrap();
     let mut out = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), None).unwrap();
@@ -101,7 +101,7 @@ fn parquet(columns: Vec<(&str, ArrayRef)>) -> Vec<u8> {
 }
 
 /// Reads one column of a data file of the table.
-fn column_of(root: &Path, path: &str, column: &str) -> ArrayRef {
+pub(crate) fn column_of(root: &Path, path: &str, column: &str) -> ArrayRef {
     let bytes = std::fs::read(root.join(path)).unwrap();
     let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
         .unwrap()

@@ -5,6 +5,7 @@ mod cluster;
 mod commit;
 mod deletion_vectors;
 mod faults;
+mod features;
 mod fixture;
 mod report;
 mod rewrite;

@@ -427,13 +427,13 @@ fn refused_features_are_named_and_nothing_is_written() {
     fixture.write_commit(
         fixture.next_version(),
         &[json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-            "readerFeatures": [], "writerFeatures": ["appendOnly", "invariants", "inCommitTimestamp"]}})],
+            "readerFeatures": [], "writerFeatures": ["appendOnly", "invariants", "icebergCompatV2"]}})],
     );
     let listing = fixture.listing();
     let err = optimize(&fixture.location(), &OptimizeOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("inCommitTimestamp"), "{err}");
+    assert!(err.contains("icebergCompatV2"), "{err}");
     assert_eq!(fixture.listing(), listing);
 }
 

@@ -61,12 +61,11 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
             r.features.join(", ")
         }
     )?;
+    for (feature, verdict) in &r.feature_support {
+        writeln!(out, "           {feature:<24} {verdict}")?;
+    }
     if !r.unsupported_features.is_empty() {
-        writeln!(
-            out,
-            "           optimize refuses this table: {}",
-            r.unsupported_features.join(", ")
-        )?;
+        writeln!(out, "           optimize and vacuum refuse this table")?;
     }
     writeln!(out, "\nfile sizes")?;
     let widest = r
