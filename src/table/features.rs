@@ -72,45 +72,33 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "allowColumnDefaults",
 ];
 
+const UNIFORM: &str = "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do; compact with Delta Spark's OPTIMIZE, or turn UniForm off (delta.universalFormat.enabledFormats) and drop the feature";
+const CATALOG: &str = "commits of catalog-managed tables go through their catalog, which this tool does not talk to; run OPTIMIZE through the catalog's engine";
+
 /// Features this tool refuses, each with the reason a user can act on. Any feature in
 /// neither list is refused as unknown ([`support`]).
 pub const REFUSED_FEATURES: &[(&str, &str)] = &[
     (
         "variantType",
-        "variant columns are not rewritten yet: their Parquet encoding is not carried through unchanged",
+        "variant columns are not carried through a rewrite unchanged yet; compact this table with Delta Spark's OPTIMIZE, or drop the feature once no column is a variant (ALTER TABLE ... DROP FEATURE)",
     ),
     (
         "variantType-preview",
-        "variant columns are not rewritten yet: their Parquet encoding is not carried through unchanged",
+        "variant columns are not carried through a rewrite unchanged yet; compact this table with Delta Spark's OPTIMIZE, or drop the feature once no column is a variant (ALTER TABLE ... DROP FEATURE)",
     ),
     (
         "variantShredding-preview",
-        "shredded variant columns are not rewritten yet",
+        "variant columns are not carried through a rewrite unchanged yet; compact this table with Delta Spark's OPTIMIZE, or drop the feature once no column is a variant (ALTER TABLE ... DROP FEATURE)",
     ),
     (
         "collations",
-        "min/max stats of collated string columns must follow each column's collation, which this tool does not implement",
+        "min/max stats of collated string columns must follow each column's collation, which this tool does not implement; compact with Delta Spark, or return the columns to UTF8_BINARY and drop the feature",
     ),
-    (
-        "icebergCompatV1",
-        "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do",
-    ),
-    (
-        "icebergCompatV2",
-        "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do",
-    ),
-    (
-        "icebergWriterCompatV1",
-        "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do",
-    ),
-    (
-        "catalogManaged",
-        "commits of catalog-managed tables go through their catalog, which this tool does not talk to",
-    ),
-    (
-        "catalogOwned-preview",
-        "commits of catalog-managed tables go through their catalog, which this tool does not talk to",
-    ),
+    ("icebergCompatV1", UNIFORM),
+    ("icebergCompatV2", UNIFORM),
+    ("icebergWriterCompatV1", UNIFORM),
+    ("catalogManaged", CATALOG),
+    ("catalogOwned-preview", CATALOG),
 ];
 
 /// Whether this tool supports `feature`: `Ok(())`, or the reason it is refused.
@@ -127,7 +115,7 @@ pub fn support(feature: &str) -> std::result::Result<(), String> {
         .map_or_else(
             || {
                 format!(
-                    "unknown to delta-layout {}: what it asks of a writer cannot be checked",
+                    "unknown to delta-layout {}: what it asks of a writer cannot be checked; a newer delta-layout may support it",
                     env!("CARGO_PKG_VERSION")
                 )
             },

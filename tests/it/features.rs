@@ -75,6 +75,27 @@ fn in_commit_timestamps_increase_and_come_first() {
     // The feature with the property on is what asks for the timestamps.
     let table = load(&location);
     assert!(delta_layout::commit::in_commit_timestamps_enabled(&table));
+    // A curve, verify against the first version, and a second run that does nothing.
+    let options =
+        OptimizeOptions::default().with_plan(PlanOptions::default().with_clustering(Some(
+            ClusterRequest::new(delta_layout::curve::Curve::ZOrder, vec!["x".into()]),
+        )));
+    let outcome = optimize(&location, &options).unwrap();
+    let commit = fixture.commit(outcome.version.unwrap());
+    assert_eq!(commit[0]["commitInfo"]["inCommitTimestamp"], ahead + 12);
+    assert_eq!(optimize(&location, &options).unwrap().version, None);
+    let verify = {
+        let rt = crate::fixture::runtime();
+        let _guard = rt.enter();
+        let v1 = rt
+            .block_on(delta_layout::table::TableView::load(
+                &location,
+                Some(appended),
+            ))
+            .unwrap();
+        delta_layout::verify::verify(&v1, &load(&location), None).unwrap()
+    };
+    assert!(verify.equal);
 }
 
 #[test]
