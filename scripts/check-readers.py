@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Other Delta readers see exactly the same rows after delta-layout rewrote a table.
+
+For each table (copies of testdata/ tables, and tables made here for the faults and
+features delta-layout handles: legacy INT96 timestamps outside the nanosecond range, empty
+and null partition values, in-commit timestamps, type widening, a checkpoint written after
+our commit), read every row with delta-rs (the `deltalake` package) and with DuckDB's Delta
+reader, run `delta-layout optimize` (a compaction, then a Hilbert clustering), and read
+again: each reader must see the same row multiset after as before. A reader that cannot
+read a table before the rewrite is skipped for it (said so in the output); one that reads
+it before must read it after.
+
+Usage: scripts/check-readers.py BINARY TESTDATA_DIR
+Needs: pip install deltalake==1.6.6 pyarrow pytz duckdb==1.4.4 duckdb-ext-delta (the extension is
+loaded from the wheel's file; nothing is downloaded at run time).
+Prints one line per table and reader, then 'N passed, M failed'; exit code 1 on a failure.
+"""
+import datetime
+import decimal
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
+
+TESTDATA_TABLES = [
+    "basic-with-checkpoint",
+    "delta-rs-small-appends",
+    "partitioned-string-null",
+    "partition-values-all-types",
+    "special-char-partitions",
+    "timestamp-ntz-partitioned",
+    "stats-columns-vary",
+    "all-types-nested",
+    "dv-with-checkpoints",
+    "columnmapping-name-databricks",
+    "zorder-optimized",
+    "http-requests-delta-rs",
+]
+
+
+def delta_extension():
+    import duckdb_ext
+
+    for root in duckdb_ext.__path__:
+        found = glob.glob(os.path.join(root, "extensions", "*", "*", "delta.duckdb_extension"))
+        if found:
+            return found[0]
+    raise SystemExit("duckdb-ext-delta is not installed")
+
+
+EXTENSION = None
+
+
+def canon(value):
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, (datetime.datetime, datetime.date, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, dict):
+        return sorted((k, canon(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [canon(v) for v in value]
+    return value
+
+
+def rows_deltars(path):
+    result = QueryBuilder().register("t", DeltaTable(path)).execute("SELECT * FROM t")
+    table = pa.table(result.read_all())
+    names = sorted(table.column_names)
+    return sorted(repr([canon(r[n]) for n in names]) for r in table.to_pylist())
+
+
+def rows_duckdb(path):
+    con = duckdb.connect()
+    con.execute(f"LOAD '{EXTENSION}'")
+    cursor = con.execute(f"SELECT * FROM delta_scan('{path}')")
+    names = [d[0] for d in cursor.description]
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    return sorted(repr([canon(row[i]) for i in order]) for row in cursor.fetchall())
+
+
+READERS = {"delta-rs": rows_deltars, "duckdb": rows_duckdb}
+
+
+def run(binary, *args):
+    done = subprocess.run([binary, *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"delta-layout {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def first_columns(binary, path, n):
+    report = json.loads(run(binary, "inspect", path, "--json"))
+    partition = set(report["partition_columns"])
+    # Columns with min/max stats have an order (arrays, maps, structs and binary do not).
+    return [c["column"] for c in report["columns"]
+            if c["column"] not in partition and c["min_max_fraction"] > 0][:n]
+
+
+def check(binary, name, path, expected=None):
+    """Reads `path` with every reader, rewrites it twice, reads again."""
+    before = {}
+    for reader, read in READERS.items():
+        try:
+            before[reader] = read(path)
+        except Exception as e:  # a reader's own limitation, not ours
+            print(f"skip  {name:40} {reader}: cannot read the table before: {str(e).splitlines()[0][:100]}")
+    run(binary, "optimize", path, "--quiet", "--no-report")
+    columns = first_columns(binary, path, 2)
+    if columns:
+        run(binary, "optimize", path, "--quiet", "--no-report", "--full", "--hilbert", ",".join(columns))
+    results = []
+    for reader, rows in before.items():
+        want = expected if expected is not None else rows
+        try:
+            after = READERS[reader](path)
+        except Exception as e:
+            print(f"FAIL  {name:40} {reader}: cannot read the table after: {e}")
+            results.append(False)
+            continue
+        same = after == want
+        print(f"{'ok   ' if same else 'FAIL '} {name:40} {reader}: {len(want)} rows before, {len(after)} after")
+        if not same:
+            missing = sorted(set(want) - set(after))[:3]
+            extra = sorted(set(after) - set(want))[:3]
+            print(f"      missing {missing}\n      extra   {extra}")
+        results.append(same)
+    return results
+
+
+def write_log(path, protocol, fields, configuration, adds, partition_columns=(), first=None):
+    os.makedirs(os.path.join(path, "_delta_log"), exist_ok=True)
+    actions = [
+        {"commitInfo": first or {"operation": "CREATE TABLE"}},
+        {"protocol": protocol},
+        {"metaData": {
+            "id": "00000000-0000-0000-0000-0000000000aa",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": json.dumps({"type": "struct", "fields": fields}),
+            "partitionColumns": list(partition_columns),
+            "configuration": configuration,
+            "createdTime": 0,
+        }},
+    ]
+    for file, values in adds:
+        actions.append({"add": {
+            "path": file, "partitionValues": values,
+            "size": os.path.getsize(os.path.join(path, file)),
+            "modificationTime": 0, "dataChange": True,
+        }})
+    with open(os.path.join(path, "_delta_log", "00000000000000000000.json"), "w") as f:
+        f.write("\n".join(json.dumps(a) for a in actions))
+
+
+def field(name, type_, metadata=None):
+    return {"name": name, "type": type_, "nullable": True, "metadata": metadata or {}}
+
+
+def int96_table(path):
+    """Legacy INT96 timestamps in 1600 and 2300 (outside 64-bit nanoseconds)."""
+    os.makedirs(path)
+    values = [
+        [datetime.datetime(1600, 1, 1), None, datetime.datetime(2024, 5, 17, 1, 2, 3)],
+        [datetime.datetime(2300, 1, 1, 0, 0, 0, 123456), datetime.datetime(2024, 5, 17)],
+    ]
+    adds = []
+    for i, ts in enumerate(values):
+        table = pa.table({"ts": pa.array(ts, pa.timestamp("us")), "id": pa.array(range(len(ts)), pa.int64())})
+        pq.write_table(table, os.path.join(path, f"part-{i}.parquet"), use_deprecated_int96_timestamps=True)
+        adds.append((f"part-{i}.parquet", {}))
+    write_log(path, {"minReaderVersion": 1, "minWriterVersion": 2},
+              [field("ts", "timestamp"), field("id", "long")], {}, adds)
+    utc = datetime.timezone.utc
+    expected_ts = [v for file in values for v in file]
+    ids = [i for file in values for i in range(len(file))]
+    return sorted(repr([canon(i), canon(t.replace(tzinfo=utc) if t else None)]) for i, t in zip(ids, expected_ts))
+
+
+def empty_and_null_partitions(path):
+    for value in ["", None, "", None, "x"]:
+        write_deltalake(path, pa.table({"x": pa.array([1, 2], pa.int64()), "p": pa.array([value, value], pa.string())}),
+                        partition_by=["p"], mode="append")
+
+
+def in_commit_timestamps(path):
+    os.makedirs(path)
+    ahead = int(datetime.datetime.now().timestamp() * 1000) + 86_400_000
+    adds = []
+    for i in range(3):
+        pq.write_table(pa.table({"x": pa.array([i, i + 3], pa.int64())}), os.path.join(path, f"part-{i}.parquet"))
+        adds.append((f"part-{i}.parquet", {}))
+    write_log(path, {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["inCommitTimestamp"]},
+              [field("x", "long")],
+              {"delta.enableInCommitTimestamps": "true", "delta.inCommitTimestampEnablementVersion": "0",
+               "delta.inCommitTimestampEnablementTimestamp": str(ahead)},
+              adds, first={"operation": "CREATE TABLE", "inCommitTimestamp": ahead})
+
+
+def type_widening(path):
+    os.makedirs(path)
+    changes = lambda a, b: {"delta.typeChanges": [{"fromType": a, "toType": b}]}
+    old = pa.table({"i": pa.array([-2**31, 7], pa.int32()), "f": pa.array([0.5, -2.5], pa.float32()),
+                    "d": pa.array([decimal.Decimal("-999.99"), decimal.Decimal("123.45")], pa.decimal128(5, 2))})
+    new = pa.table({"i": pa.array([2**40], pa.int64()), "f": pa.array([1e300], pa.float64()),
+                    "d": pa.array([decimal.Decimal("99999999.9999")], pa.decimal128(12, 4))})
+    pq.write_table(old, os.path.join(path, "old.parquet"))
+    pq.write_table(new, os.path.join(path, "new.parquet"))
+    write_log(path, {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["typeWidening"],
+                     "writerFeatures": ["typeWidening"]},
+              [field("i", "long", changes("integer", "long")), field("f", "double", changes("float", "double")),
+               field("d", "decimal(12,4)", changes("decimal(5,2)", "decimal(12,4)"))],
+              {"delta.enableTypeWidening": "true"}, [("old.parquet", {}), ("new.parquet", {})])
+
+
+def checkpoint_after_commit(path):
+    """Nine appends: our compaction lands on version 10 and writes the checkpoint."""
+    for i in range(10):
+        write_deltalake(path, pa.table({"x": pa.array([i, i * 10], pa.int64()), "s": pa.array([f"v{i}", None])}),
+                        mode="append")
+
+
+def main():
+    global EXTENSION
+    binary, testdata = sys.argv[1], sys.argv[2]
+    EXTENSION = delta_extension()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in TESTDATA_TABLES:
+            path = os.path.join(tmp, name)
+            shutil.copytree(os.path.join(testdata, name), path)
+            results += check(binary, name, path)
+        made = [
+            ("made: int96-outside-nanos", int96_table),
+            ("made: empty-and-null-partitions", empty_and_null_partitions),
+            ("made: in-commit-timestamps", in_commit_timestamps),
+            ("made: type-widening", type_widening),
+            ("made: checkpoint-after-commit", checkpoint_after_commit),
+        ]
+        for name, make in made:
+            path = os.path.join(tmp, name.split(": ")[1])
+            expected = make(path)
+            if name.endswith("int96-outside-nanos"):
+                # delta-kernel (under delta-rs and DuckDB) decodes INT96 through 64-bit
+                # nanoseconds, so before the rewrite both read wrapped values; after it they
+                # must read the true ones.
+                results += check(binary, name, path, expected=expected)
+            else:
+                results += check(binary, name, path)
+            if name.endswith("checkpoint-after-commit"):
+                ok = os.path.exists(os.path.join(path, "_delta_log", f"{10:020}.checkpoint.parquet"))
+                print(f"{'ok   ' if ok else 'FAIL '} {name:40} checkpoint written at version 10")
+                results.append(ok)
+    passed = sum(results)
+    failed = len(results) - passed
+    print(f"readers: {passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
