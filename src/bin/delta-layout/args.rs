@@ -89,7 +89,8 @@ pub struct SweepArgs {
     /// Seed of the predicates, the sample and the rows an update touches.
     #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_SEED)]
     pub seed: u64,
-    /// Memory a clustering build may buffer (as optimize).
+    /// Memory a clustering build may buffer (as optimize) [default: a quarter of physical
+    /// memory].
     #[arg(long, value_name = "SIZE")]
     pub memory_limit: Option<String>,
     /// Print one JSON object instead of text.
@@ -158,7 +159,8 @@ pub struct ReportArgs {
     /// Seed of the generated predicates.
     #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_SEED, help_heading = "Workload")]
     pub seed: u64,
-    /// Target file size to count files against (units: 64MiB, 1GB, or bytes).
+    /// Target file size to count files against (units: 64MiB, 1GB, or bytes) [default: the
+    /// table property delta.targetFileSize, else autotuned from the table size].
     #[arg(long, value_name = "SIZE", help_heading = "Input")]
     pub target_size: Option<String>,
     /// Print one JSON object instead of text.
