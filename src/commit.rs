@@ -437,15 +437,25 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
         {
             Ok(()) => return Ok(version),
             Err(TransactionError::VersionAlreadyExists(_)) => {
-                // Every commit since the last check, up to the latest, in one pass.
-                let latest = match log_store.get_latest_version(version).await {
-                    Ok(latest) => latest.max(version),
-                    Err(_) => return Err(damaged_entry(table, version)),
-                };
-                for winner in version..=latest {
-                    check_winning_commit(table, log_store, winner, &rewritten, tracks_rows).await?;
+                // Every commit since the last check, in one pass: read one version after the
+                // other until the first that does not exist yet (no listing of the log, so
+                // a lost race costs the new commits, not the log's length).
+                let mut next = version;
+                loop {
+                    match log_store.read_commit_entry(next).await {
+                        Ok(Some(winner)) => {
+                            check_winning_commit(table, next, &winner, &rewritten, tracks_rows)?;
+                            next += 1;
+                        }
+                        Ok(None) => break,
+                        Err(_) => return Err(damaged_entry(table, next)),
+                    }
                 }
-                version = latest + 1;
+                if next == version {
+                    // The entry that refused our commit cannot be read (a directory?).
+                    return Err(damaged_entry(table, version));
+                }
+                version = next;
                 bytes = at_version(version).await?;
             }
             Err(e) => {
@@ -527,18 +537,15 @@ fn damaged_entry(table: &TableView, version: u64) -> Error {
     }
 }
 
-async fn check_winning_commit(
+/// Checks commit `version` (its `bytes`) of another writer against this run's rewrite.
+fn check_winning_commit(
     table: &TableView,
-    log_store: &dyn LogStore,
     version: u64,
+    bytes: &[u8],
     rewritten: &HashSet<&str>,
     tracks_rows: bool,
 ) -> Result<()> {
-    let bytes = match log_store.read_commit_entry(version).await {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) | Err(_) => return Err(damaged_entry(table, version)),
-    };
-    let text = String::from_utf8_lossy(&bytes);
+    let text = String::from_utf8_lossy(bytes);
     let conflict = |reason: String| Error::ConcurrentModification {
         table: table.display_location(),
         read_version: table.version,

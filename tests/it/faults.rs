@@ -1069,8 +1069,8 @@ fn a_run_commits_after_hundreds_of_concurrent_appends() {
             ],
         );
     }
-    // And more keep landing while it commits: 50 a second, more than the busy tables of the
-    // report (15 to 20 a second from 4 to 6 writers).
+    // And more keep landing while it commits: 20 a second, the busy tables of the report
+    // (15 to 20 a second from 4 to 6 writers).
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let stop = stop.clone();
@@ -1091,7 +1091,7 @@ fn a_run_commits_after_hundreds_of_concurrent_appends() {
                     landed += 1;
                 }
                 next += 1;
-                std::thread::sleep(std::time::Duration::from_millis(20));
+                std::thread::sleep(std::time::Duration::from_millis(50));
             }
             landed
         })
