@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::commit::{self, FileSizeMetrics};
 use crate::error::{Error, Result};
 use crate::plan::{self, Plan, PlanOptions};
-use crate::progress::Progress;
+use crate::progress::{Phase, Progress, Scope};
 use crate::rewrite::{self, BinOutcome, RewriteContext, WrittenFile, read::Reader};
 use crate::table::TableView;
 
@@ -52,9 +52,11 @@ impl OptimizeOptions {
         self
     }
 
-    /// A flag that cancels the run when set (the binary sets it on Ctrl-C and SIGTERM): bins
-    /// stop before their next file, the written files are deleted, and the run returns
-    /// [`Error::Cancelled`] instead of committing. Defaults to a flag nobody sets.
+    /// A flag that cancels the run when set (the binary sets it on Ctrl-C and SIGTERM): the
+    /// workers check it between decoded batches, key computations, routed batches and
+    /// written chunks of rows, so a run stops within about a second; the written files are
+    /// deleted and the run returns [`Error::Cancelled`] instead of committing. A commit
+    /// already under way is not interrupted. Defaults to a flag nobody sets.
     #[must_use]
     pub fn with_cancel(mut self, cancel: Arc<AtomicBool>) -> Self {
         self.cancel = cancel;
@@ -171,6 +173,10 @@ pub async fn optimize(
         rewritten.abort().await?;
         return Err(e);
     }
+    if options.cancel.load(Ordering::Relaxed) {
+        rewritten.abort().await?;
+        return Err(Error::Cancelled);
+    }
     let mut outcome = rewritten.commit().await?;
     outcome.duration = started.elapsed();
     Ok(outcome)
@@ -186,6 +192,7 @@ pub struct Rewritten {
     outcomes: Vec<BinOutcome>,
     reader: Reader,
     started: Instant,
+    progress: Arc<dyn Progress>,
 }
 
 impl Rewritten {
@@ -204,8 +211,8 @@ impl Rewritten {
             .collect()
     }
 
-    /// Commits the rewrite (see [`commit::commit`] for the conflict rules). With nothing
-    /// written (dry run, nothing to do) it commits nothing.
+    /// Commits the rewrite (see [`commit::commit`] for the conflict rules), reported as
+    /// [`Phase::Commit`]. With nothing written (dry run, nothing to do) it commits nothing.
     ///
     /// # Errors
     /// [`Error::ConcurrentModification`] or [`Error::Delta`] from [`commit::commit`]; the
@@ -217,14 +224,20 @@ impl Rewritten {
             outcomes,
             reader,
             started,
+            progress,
         } = self;
         if outcome.dry_run || outcomes.is_empty() {
             outcome.duration = started.elapsed();
             return Ok(outcome);
         }
+        progress.phase_started(Scope::Run, Phase::Commit, 1);
         let actions = commit::actions(&table, &outcome.plan, &outcomes)?;
         let version = match commit::commit(&table, &actions).await {
-            Ok(version) => version,
+            Ok(version) => {
+                progress.phase_advanced(Scope::Run, Phase::Commit, 1);
+                progress.phase_finished(Scope::Run, Phase::Commit);
+                version
+            }
             Err(e) => {
                 let written: Vec<WrittenFile> =
                     outcomes.iter().flat_map(|o| o.written.clone()).collect();
@@ -251,19 +264,25 @@ impl Rewritten {
 
     /// Reads back every written file and checks, per partition, that it holds exactly the
     /// rows read from the input files (deleted rows excluded), by the fingerprints of
-    /// [`crate::verify`].
+    /// [`crate::verify`]. Reported as [`Phase::Check`] (bytes of the input and written
+    /// files).
     ///
     /// # Errors
-    /// [`Error::VerifyFailed`] naming the partition that differs; read errors of the files.
+    /// [`Error::VerifyFailed`] naming the partition that differs; read errors of the files;
+    /// [`Error::Cancelled`] when the run's cancel flag is set.
     pub async fn verify(&self) -> Result<()> {
         if self.outcomes.is_empty() {
             return Ok(());
         }
         let table = self.table.clone();
         let outcomes = self.outcomes.clone();
-        tokio::task::spawn_blocking(move || crate::verify::check_rewrite(&table, &outcomes))
-            .await
-            .map_err(|e| Error::Internal(format!("the verify task failed: {e}")))?
+        let progress = self.progress.clone();
+        let cancel = self.reader.cancel.clone().unwrap_or_default();
+        tokio::task::spawn_blocking(move || {
+            crate::verify::check_rewrite(&table, &outcomes, progress.as_ref(), &cancel)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("the verify task failed: {e}")))?
     }
 
     /// Deletes the written files without committing.
@@ -335,6 +354,7 @@ pub async fn rewrite(
     };
     let mut reader = Reader::for_table(&table)?;
     reader.sample = options.sample;
+    reader.cancel = Some(options.cancel.clone());
     if options.dry_run || outcome.plan.is_empty() {
         return Ok(Rewritten {
             table,
@@ -342,6 +362,7 @@ pub async fn rewrite(
             outcomes: Vec::new(),
             reader,
             started,
+            progress,
         });
     }
     // Clustering columns always get stats (PROTOCOL.md "Clustered Table" requires them, and
@@ -392,9 +413,9 @@ pub async fn rewrite(
     let task = tokio::task::spawn_blocking(move || {
         let result = rewrite::execute(&table, &plan, &context, progress.as_ref());
         progress.finish();
-        (table, context, result)
+        (table, context, result, progress)
     });
-    let (table, context, result) = task
+    let (table, context, result, progress) = task
         .await
         .map_err(|e| Error::Internal(format!("the rewrite task failed: {e}")))?;
     let rewritten = Rewritten {
@@ -403,6 +424,7 @@ pub async fn rewrite(
         outcomes: result?,
         reader: context.reader,
         started,
+        progress,
     };
     if options.cancel.load(Ordering::Relaxed) {
         rewritten.abort().await?;

@@ -38,7 +38,7 @@ use crate::optimize::{OptimizeOptions, optimize};
 use crate::plan::PlanOptions;
 use crate::plan::cluster::ClusterRequest;
 use crate::predicate::Predicate;
-use crate::progress::Progress;
+use crate::progress::{Phase, Progress, Scope};
 use crate::report::{Analysis, ReportOptions};
 use crate::table::TableView;
 
@@ -191,6 +191,8 @@ pub struct SweepReport {
 }
 
 /// Runs the sweep (see the module docs). Must be called on a multi-threaded tokio runtime.
+/// Reports [`Phase::Sweep`] (combinations built and measured) in [`Scope::Run`], and each
+/// build's own events (`progress` is passed to every `optimize`).
 ///
 /// # Errors
 /// [`Error::InvalidOption`] for bad options (`--target-sizes`, `--sample`, `--scratch`);
@@ -287,6 +289,7 @@ pub async fn sweep(
     let mut columns_used: Vec<String> = Vec::new();
     let report_columns = report_columns(&table, options);
     let total = options.layouts.len() * options.target_sizes.len();
+    progress.phase_started(Scope::Run, Phase::Sweep, total as u64);
     for layout in &options.layouts {
         for &target in &options.target_sizes {
             if options.cancel.load(Ordering::SeqCst) {
@@ -363,8 +366,10 @@ pub async fn sweep(
             combination.build_ms = build_ms;
             combinations.push((combination, laid_out.version));
             std::fs::remove_dir_all(&dir).map_err(|e| scratch_error(&dir, &e))?;
+            progress.phase_advanced(Scope::Run, Phase::Sweep, 1);
         }
     }
+    progress.phase_finished(Scope::Run, Phase::Sweep);
     let mut combinations: Vec<Combination> = combinations.into_iter().map(|(c, _)| c).collect();
     mark_pareto(&mut combinations);
     Ok(SweepReport {

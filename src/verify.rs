@@ -38,6 +38,7 @@ use xxhash_rust::xxh64::xxh64;
 
 use crate::error::{Error, Result};
 use crate::predicate::{Typed, normalize_float, parse_typed};
+use crate::progress::{NoProgress, Phase, Progress, Scope};
 use crate::rewrite::read::FileReader;
 use crate::table::{DataFile, TableView};
 
@@ -147,10 +148,15 @@ pub const MAX_DUPLICATE_EXAMPLES: usize = 10;
 /// [`Error::DataFile`] for a missing or unreadable file; [`Error::Arrow`] for a type the
 /// encoding does not know.
 pub fn fingerprint(table: &TableView) -> Result<VersionFingerprint> {
-    fingerprint_with(table, &FileReader::new(table)?)
+    fingerprint_with(table, &FileReader::new(table)?, &|_| {})
 }
 
-fn fingerprint_with(table: &TableView, reader: &FileReader) -> Result<VersionFingerprint> {
+/// `advance` receives each file's size once its rows are hashed.
+fn fingerprint_with(
+    table: &TableView,
+    reader: &FileReader,
+    advance: &(dyn Fn(u64) + Sync),
+) -> Result<VersionFingerprint> {
     let encoder = RowEncoder::new(table);
     let per_file: Vec<Result<(String, Fingerprint)>> = table
         .files
@@ -159,6 +165,7 @@ fn fingerprint_with(table: &TableView, reader: &FileReader) -> Result<VersionFin
             let batches = reader.read(file)?;
             let mut fp = Fingerprint::default();
             encoder.hash_rows(file, &batches, &mut |h, _| fp.add(h))?;
+            advance(file.size_bytes);
             Ok((partition_key(table, file), fp))
         })
         .collect();
@@ -202,13 +209,35 @@ pub fn row_hashes(table: &TableView) -> Result<Vec<Vec<u64>>> {
 /// # Errors
 /// As [`fingerprint`]; [`Error::UnknownColumn`] for a `unique` column the table lacks.
 pub fn verify(a: &TableView, b: &TableView, unique: Option<&[String]>) -> Result<VerifyReport> {
+    verify_with_progress(a, b, unique, &NoProgress)
+}
+
+/// [`verify`], reporting [`Phase::Fingerprint`] (the bytes of both versions' files, read
+/// once each) and, with `unique`, one [`Phase::Duplicates`] per pass over a version's files
+/// (its bytes; a second pass only when key hashes repeat), all in [`Scope::Run`].
+///
+/// # Errors
+/// As [`verify`].
+pub fn verify_with_progress(
+    a: &TableView,
+    b: &TableView,
+    unique: Option<&[String]>,
+    progress: &dyn Progress,
+) -> Result<VerifyReport> {
     // Readers are made here, in the caller's runtime context; rayon threads then use them.
     let (reader_a, reader_b) = (FileReader::new(a)?, FileReader::new(b)?);
+    progress.phase_started(
+        Scope::Run,
+        Phase::Fingerprint,
+        total_bytes(a) + total_bytes(b),
+    );
+    let advance = |bytes: u64| progress.phase_advanced(Scope::Run, Phase::Fingerprint, bytes);
     let (fa, fb) = rayon::join(
-        || fingerprint_with(a, &reader_a),
-        || fingerprint_with(b, &reader_b),
+        || fingerprint_with(a, &reader_a, &advance),
+        || fingerprint_with(b, &reader_b, &advance),
     );
     let (fa, fb) = (fa?, fb?);
+    progress.phase_finished(Scope::Run, Phase::Fingerprint);
     let keys: std::collections::BTreeSet<&String> =
         fa.partitions.keys().chain(fb.partitions.keys()).collect();
     let partitions_differing = keys
@@ -224,9 +253,9 @@ pub fn verify(a: &TableView, b: &TableView, unique: Option<&[String]>) -> Result
         .collect();
     let mut duplicates = Vec::new();
     if let Some(columns) = unique {
-        duplicates.push(find_duplicates(a, columns)?);
+        duplicates.push(duplicates_with(a, columns, progress)?);
         if b.version != a.version {
-            duplicates.push(find_duplicates(b, columns)?);
+            duplicates.push(duplicates_with(b, columns, progress)?);
         }
     }
     Ok(VerifyReport {
@@ -248,29 +277,47 @@ pub fn verify(a: &TableView, b: &TableView, unique: Option<&[String]>) -> Result
 /// # Errors
 /// As [`fingerprint`]; [`Error::UnknownColumn`] for a column the table lacks.
 pub fn find_duplicates(table: &TableView, columns: &[String]) -> Result<Duplicates> {
+    duplicates_with(table, columns, &NoProgress)
+}
+
+/// [`find_duplicates`], reporting each pass as a [`Phase::Duplicates`].
+fn duplicates_with(
+    table: &TableView,
+    columns: &[String],
+    progress: &dyn Progress,
+) -> Result<Duplicates> {
     let reader = FileReader::new(table)?;
     let encoder = RowEncoder::new(table).project(table, columns)?;
+    let phase = |pass: &mut dyn FnMut(&DataFile) -> Result<()>| {
+        progress.phase_started(Scope::Run, Phase::Duplicates, total_bytes(table));
+        for file in &table.files {
+            pass(file)?;
+            progress.phase_advanced(Scope::Run, Phase::Duplicates, file.size_bytes);
+        }
+        progress.phase_finished(Scope::Run, Phase::Duplicates);
+        Ok::<_, Error>(())
+    };
     // Pass 1: hashes seen, and hashes seen twice.
     let mut seen: HashSet<u64> = HashSet::new();
     let mut twice: HashSet<u64> = HashSet::new();
-    for file in &table.files {
+    phase(&mut |file| {
         let batches = reader.read(file)?;
         encoder.hash_rows(file, &batches, &mut |h, has_null| {
             if !has_null && !seen.insert(h) {
                 twice.insert(h);
             }
-        })?;
-    }
+        })
+    })?;
     drop(seen);
     // Pass 2: the exact keys behind the repeated hashes.
     let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
     if !twice.is_empty() {
-        for file in &table.files {
+        phase(&mut |file| {
             let batches = reader.read(file)?;
             encoder.keys(file, &batches, &twice, &mut |key| {
                 *counts.entry(key).or_default() += 1;
-            })?;
-        }
+            })
+        })?;
     }
     let mut repeated: Vec<(Vec<u8>, u64)> = counts.into_iter().filter(|(_, n)| *n > 1).collect();
     repeated.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
@@ -288,6 +335,11 @@ pub fn find_duplicates(table: &TableView, columns: &[String]) -> Result<Duplicat
             })
             .collect(),
     })
+}
+
+/// The bytes of a version's data files, as the log records them.
+fn total_bytes(table: &TableView) -> u64 {
+    table.files.iter().map(|f| f.size_bytes).sum()
 }
 
 /// The partition key of a file: `col=value/...`, `__NULL__` for null, `""` unpartitioned.
@@ -853,16 +905,37 @@ fn render_key(key: &[u8]) -> String {
 /// Checks a rewrite before it is committed (`optimize --verify`): per partition, the rows
 /// read from the input files (deleted rows excluded) and the rows in the written files
 /// must have equal fingerprints. Blocks on the tokio runtime: call it off its workers.
+/// Reported as [`Phase::Check`]: the bytes of the input files and of the written files.
 ///
 /// # Errors
 /// [`Error::VerifyFailed`] naming the first partition that differs; read errors as
-/// [`fingerprint`].
+/// [`fingerprint`]; [`Error::Cancelled`] once `cancel` is set (checked between files).
 pub(crate) fn check_rewrite(
     table: &TableView,
     outcomes: &[crate::rewrite::BinOutcome],
+    progress: &dyn Progress,
+    cancel: &std::sync::atomic::AtomicBool,
 ) -> Result<()> {
     let reader = FileReader::new(table)?;
     let encoder = RowEncoder::new(table);
+    let total: u64 = outcomes
+        .iter()
+        .map(|o| {
+            o.input_files
+                .iter()
+                .map(|&i| table.files[i].size_bytes)
+                .chain(o.written.iter().map(|w| w.size_bytes))
+                .sum::<u64>()
+        })
+        .sum();
+    progress.phase_started(Scope::Run, Phase::Check, total);
+    let check = |size_bytes: u64| {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        progress.phase_advanced(Scope::Run, Phase::Check, size_bytes);
+        Ok(())
+    };
     let per_bin: Vec<Result<(String, Fingerprint, Fingerprint)>> = outcomes
         .par_iter()
         .map(|bin| {
@@ -878,11 +951,13 @@ pub(crate) fn check_rewrite(
             for &i in &bin.input_files {
                 let file = &table.files[i];
                 encoder.hash_rows(file, &reader.read(file)?, &mut |h, _| read.add(h))?;
+                check(file.size_bytes)?;
             }
             let mut written = Fingerprint::default();
             for w in &bin.written {
                 let file = DataFile::written(w, template.partition_values.clone());
                 encoder.hash_rows(&file, &reader.read(&file)?, &mut |h, _| written.add(h))?;
+                check(w.size_bytes)?;
             }
             Ok((partition_key(table, template), read, written))
         })
@@ -894,6 +969,7 @@ pub(crate) fn check_rewrite(
         read.entry(key.clone()).or_default().merge(&r);
         written.entry(key).or_default().merge(&w);
     }
+    progress.phase_finished(Scope::Run, Phase::Check);
     for (key, r) in &read {
         let w = written.get(key).copied().unwrap_or_default();
         if *r != w {

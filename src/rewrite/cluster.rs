@@ -29,7 +29,7 @@
 //! write the same files.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use deltalake::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
 use deltalake::arrow::compute::{
@@ -46,7 +46,7 @@ use crate::curve::{Curve, bits_per_dimension};
 use crate::error::{Error, Result};
 use crate::plan::Bin;
 use crate::plan::cluster::{Clustering, TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID, curve_name};
-use crate::progress::{NoProgress, Progress};
+use crate::progress::{Phase, Progress, Scope};
 use crate::table::TableView;
 
 /// Seed of the reservoirs: the same input gives the same layout.
@@ -63,15 +63,22 @@ pub(crate) fn run(
     progress: &dyn Progress,
     written: &mut Vec<WrittenFile>,
 ) -> Result<(u64, bool)> {
+    let scope = Scope::Bin(bin.id);
+    let cancelled = || context.cancel.load(Ordering::Relaxed);
     // 1. Read and sample; keep the rows while they fit the budget.
+    progress.phase_started(scope, Phase::Read, bin.input_bytes);
     let bits = bits_per_dimension(clustering.leaves.len());
     let mut reservoirs: Vec<Reservoir> = Vec::new();
     let mut batches: Vec<RecordBatch> = Vec::new();
     let mut arrow_bytes = 0u64;
     let mut in_memory = true;
     let mut rows = 0u64;
-    for_each_file_in_order(table, bin, context, progress, &mut |file_batches| {
+    let advance_read = |bytes: u64| progress.phase_advanced(scope, Phase::Read, bytes);
+    for_each_file_in_order(table, bin, context, &advance_read, &mut |file_batches| {
         for batch in file_batches {
+            if cancelled() {
+                return Err(Error::Cancelled);
+            }
             let columns = clustering
                 .leaves
                 .iter()
@@ -100,7 +107,9 @@ pub(crate) fn run(
         }
         Ok(())
     })?;
+    progress.phase_finished(scope, Phase::Read);
     if rows == 0 {
+        files_done(table, bin, progress);
         return Ok((0, false));
     }
 
@@ -119,6 +128,9 @@ pub(crate) fn run(
         })
         .collect();
     sample_keys.sort_unstable();
+    if cancelled() {
+        return Err(Error::Cancelled);
+    }
 
     // 3. Range boundaries.
     let num_ranges = usize::try_from(bin.expected_output_files)
@@ -137,10 +149,18 @@ pub(crate) fn run(
         // the rows are gathered straight from the batches when the range is written.
         let keys = batches
             .par_iter()
-            .map(|batch| row_keys(batch, clustering, &buckets))
+            .map(|batch| {
+                if cancelled() {
+                    return Err(Error::Cancelled);
+                }
+                row_keys(batch, clustering, &buckets)
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut members: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); boundaries.len() + 1];
         for (b, batch_keys) in keys.iter().enumerate() {
+            if cancelled() {
+                return Err(Error::Cancelled);
+            }
             let b = u32::try_from(b).unwrap_or(u32::MAX);
             for (row, &key) in batch_keys.iter().enumerate() {
                 let range = boundaries.partition_point(|cut| *cut <= key);
@@ -149,6 +169,9 @@ pub(crate) fn run(
         }
         drop(keys);
         let ties = std::sync::Arc::new(TieBreak::of_batches(&batches, clustering)?);
+        if cancelled() {
+            return Err(Error::Cancelled);
+        }
         let shared = std::sync::Arc::new(batches);
         members
             .into_iter()
@@ -157,19 +180,28 @@ pub(crate) fn run(
     } else {
         let spill =
             spill::SpillFiles::create(context.spill_directory.as_deref(), boundaries.len() + 1)?;
-        for_each_file_in_order(table, bin, context, &NoProgress, &mut |file_batches| {
+        progress.phase_started(scope, Phase::Route, bin.input_bytes);
+        let advance_route = |bytes: u64| progress.phase_advanced(scope, Phase::Route, bytes);
+        for_each_file_in_order(table, bin, context, &advance_route, &mut |file_batches| {
             // Route in parallel, append in file order: the spill files get the rows in the
             // order an in-memory run routes them.
             let routed = file_batches
                 .par_iter()
-                .map(|batch| router.route(batch))
+                .map(|batch| {
+                    if cancelled() {
+                        return Err(Error::Cancelled);
+                    }
+                    router.route(batch)
+                })
                 .collect::<Result<Vec<_>>>()?;
             for (range, part) in routed.into_iter().flatten() {
                 spill.append(range, &part)?;
             }
             Ok(())
         })?;
-        spill.finish()?
+        let ranges = spill.finish()?;
+        progress.phase_finished(scope, Phase::Route);
+        ranges
     };
 
     // 5. Sort and write each range.
@@ -192,6 +224,8 @@ pub(crate) fn run(
             .unwrap_or(usize::MAX)
             .max(1)
     };
+    progress.phase_started(scope, Phase::Write, rows);
+    let advance_write = |rows: usize| progress.phase_advanced(scope, Phase::Write, rows as u64);
     let mut results: Vec<(Result<()>, Vec<WrittenFile>)> = Vec::new();
     let mut ranges = ranges.into_iter().enumerate().peekable();
     while ranges.peek().is_some() {
@@ -200,14 +234,19 @@ pub(crate) fn run(
             wave.into_par_iter()
                 .map(|(index, range)| {
                     let mut writer = RollingWriter::new(config(tags.clone(), index));
+                    let out = RangeOutput {
+                        writer: &mut writer,
+                        cancel: &context.cancel,
+                        advance: &advance_write,
+                    };
                     let result = match range {
                         RangeRows::Indexed(batches, ties, rows) => {
-                            write_indexed_range(&mut writer, &batches, &ties, rows, context)
+                            write_indexed_range(out, &batches, &ties, rows)
                         }
                         RangeRows::Spilled(None) => Ok(()),
                         RangeRows::Spilled(Some(file)) => file
                             .read()
-                            .and_then(|parts| write_range(&mut writer, parts, &router, context)),
+                            .and_then(|parts| write_range(out, parts, &router)),
                     };
                     (result, writer.written().to_vec())
                 })
@@ -223,7 +262,43 @@ pub(crate) fn run(
     }
     match first_error {
         Some(e) => Err(e),
-        None => Ok((rows, !in_memory)),
+        None => {
+            progress.phase_finished(scope, Phase::Write);
+            files_done(table, bin, progress);
+            Ok((rows, !in_memory))
+        }
+    }
+}
+
+/// Reports every input file of a finished bin as done.
+fn files_done(table: &TableView, bin: &Bin, progress: &dyn Progress) {
+    for &index in &bin.files {
+        progress.file_done(table.files[index].size_bytes);
+    }
+}
+
+/// Where a range's sorted rows go: its writer, the cancel flag checked between written
+/// chunks, and the progress of the write phase (rows).
+struct RangeOutput<'a> {
+    writer: &'a mut RollingWriter,
+    cancel: &'a AtomicBool,
+    advance: &'a (dyn Fn(usize) + Sync),
+}
+
+impl RangeOutput<'_> {
+    fn check_cancel(&self) -> Result<()> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        Ok(())
+    }
+
+    /// Writes one chunk of sorted rows, after checking the cancel flag.
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.check_cancel()?;
+        self.writer.write(batch)?;
+        (self.advance)(batch.num_rows());
+        Ok(())
     }
 }
 
@@ -272,14 +347,11 @@ impl Router<'_> {
 /// Writes one spilled range: its rows sorted by key (stable: equal keys keep their spill
 /// order, which is routing order).
 fn write_range(
-    writer: &mut RollingWriter,
+    mut out: RangeOutput<'_>,
     parts: Vec<RecordBatch>,
     router: &Router<'_>,
-    context: &RewriteContext,
 ) -> Result<()> {
-    if context.cancel.load(Ordering::Relaxed) {
-        return Err(Error::Cancelled);
-    }
+    out.check_cancel()?;
     let Some(first) = parts.first() else {
         return Ok(());
     };
@@ -291,40 +363,45 @@ fn write_range(
     // modes agree.
     let mut order: Vec<u32> = (0..u32::try_from(batch.num_rows()).unwrap_or(u32::MAX)).collect();
     order.sort_by_key(|&i| keys[i as usize]);
+    out.check_cancel()?;
     let ties = TieBreak::of_batches(std::slice::from_ref(&batch), router.clustering)?;
-    ties.order_runs(&mut order, |&i| keys[i as usize], |&i| i as usize)?;
+    ties.order_runs(
+        &mut order,
+        |&i| keys[i as usize],
+        |&i| i as usize,
+        out.cancel,
+    )?;
     let sorted = take_record_batch(&batch, &UInt32Array::from(order))
         .map_err(|e| Error::arrow("sorting a range", e))?;
     drop(batch);
     let mut offset = 0;
     while offset < sorted.num_rows() {
         let length = READ_ROWS_PER_WRITE.min(sorted.num_rows() - offset);
-        writer.write(&sorted.slice(offset, length))?;
+        out.write(&sorted.slice(offset, length))?;
         offset += length;
     }
-    writer.finish()
+    out.writer.finish()
 }
 
 /// Writes one in-memory range: its rows sorted by key (stable, so equal keys keep routing
 /// order), gathered from the batches a chunk at a time.
 fn write_indexed_range(
-    writer: &mut RollingWriter,
+    mut out: RangeOutput<'_>,
     batches: &[RecordBatch],
     ties: &TieBreak,
     mut rows: Vec<(u64, u32, u32)>,
-    context: &RewriteContext,
 ) -> Result<()> {
-    if context.cancel.load(Ordering::Relaxed) {
-        return Err(Error::Cancelled);
-    }
+    out.check_cancel()?;
     if rows.is_empty() {
         return Ok(());
     }
     rows.sort_by_key(|r| r.0);
+    out.check_cancel()?;
     ties.order_runs(
         &mut rows,
         |r| r.0,
         |r| ties.offsets[r.1 as usize] + r.2 as usize,
+        out.cancel,
     )?;
     let sources: Vec<&RecordBatch> = batches.iter().collect();
     for chunk in rows.chunks(READ_ROWS_PER_WRITE) {
@@ -334,9 +411,9 @@ fn write_indexed_range(
             .collect();
         let batch = interleave_record_batch(&sources, &indices)
             .map_err(|e| Error::arrow("gathering a range", e))?;
-        writer.write(&batch)?;
+        out.write(&batch)?;
     }
-    writer.finish()
+    out.writer.finish()
 }
 
 /// The clustering columns' values of a set of batches, concatenated (row `r` of batch `b` is
@@ -379,12 +456,14 @@ impl TieBreak {
     /// Sorts each run of equal keys in `items` (already sorted by `key`) by the clustering
     /// columns' values of the rows `index` names: nulls first, the order of
     /// [`crate::curve::keys`] (floats by total order after `-0.0` and NaN are normalized).
-    /// Stable, so rows equal in every column keep their order.
+    /// Stable, so rows equal in every column keep their order. Stops with
+    /// [`Error::Cancelled`] between runs once `cancel` is set.
     fn order_runs<T>(
         &self,
         items: &mut [T],
         key: impl Fn(&T) -> u64,
         index: impl Fn(&T) -> usize,
+        cancel: &AtomicBool,
     ) -> Result<()> {
         if self.columns.is_empty() {
             return Ok(());
@@ -410,6 +489,9 @@ impl TieBreak {
                 end += 1;
             }
             if end - start > 1 {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Cancelled);
+                }
                 items[start..end].sort_by(|a, b| comparator.compare(index(a), index(b)));
             }
             start = end;
@@ -464,12 +546,13 @@ fn roundest(lo: u64, hi: u64) -> u64 {
 
 /// Reads the bin's files in parallel, a pool's worth at a time, and hands each file's live
 /// rows to `each` in file order (so sampling and routing see the same order as a sequential
-/// read, whatever the thread count).
+/// read, whatever the thread count). `advance` receives each file's size once `each` has
+/// taken its rows.
 fn for_each_file_in_order(
     table: &TableView,
     bin: &Bin,
     context: &RewriteContext,
-    progress: &dyn Progress,
+    advance: &dyn Fn(u64),
     each: &mut dyn FnMut(Vec<RecordBatch>) -> Result<()>,
 ) -> Result<()> {
     let chunk = rayon::current_num_threads().max(1);
@@ -483,7 +566,7 @@ fn for_each_file_in_order(
             .collect();
         for (&index, batches) in indices.iter().zip(read) {
             each(batches?)?;
-            progress.file_done(table.files[index].size_bytes);
+            advance(table.files[index].size_bytes);
         }
     }
     Ok(())

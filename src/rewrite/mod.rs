@@ -235,6 +235,9 @@ fn compact(
             }
             let file = &table.files[index];
             for batch in context.reader.read(file)? {
+                if context.cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Cancelled);
+                }
                 rows += batch.num_rows() as u64;
                 writer.write(&batch)?;
             }

@@ -6,6 +6,7 @@
 //! "Schema Evolution" (a column added after a file was written reads as null).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use delta_kernel::StorageHandler;
 use deltalake::arrow::array::{
@@ -43,6 +44,8 @@ pub(crate) struct Reader {
     pub materialize_row_tracking: bool,
     /// Keep each live row with this probability, seeded (see `OptimizeOptions::with_sample`).
     pub sample: Option<(f64, u64)>,
+    /// When set, a read stops between decoded batches with [`Error::Cancelled`].
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Reader {
@@ -74,6 +77,7 @@ impl Reader {
             column_mapping: table.column_mapping,
             materialize_row_tracking: materialized.is_some(),
             sample: None,
+            cancel: None,
         })
     }
 }
@@ -140,8 +144,12 @@ impl Reader {
     ///
     /// # Errors
     /// [`Error::DataFile`] when the file is missing, is not Parquet, lacks a required column,
-    /// or its row count disagrees with its `add` action or deletion vector.
+    /// or its row count disagrees with its `add` action or deletion vector;
+    /// [`Error::Cancelled`] when the cancel flag is set.
     pub(crate) fn read(&self, file: &DataFile) -> Result<Vec<RecordBatch>> {
+        if self.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
         let location = object_path(&self.table_url, &file.path)?;
         let bytes = self
             .runtime
@@ -202,6 +210,9 @@ impl Reader {
         let mut out = Vec::new();
         let mut offset: u64 = 0;
         for batch in reader {
+            if self.is_cancelled() {
+                return Err(Error::Cancelled);
+            }
             let batch = batch.map_err(|source| Error::DataFile {
                 path: file.path.clone(),
                 message: "has a corrupt row group".into(),
@@ -266,6 +277,13 @@ impl Reader {
             }
         }
         Ok(out)
+    }
+
+    /// Whether the run's cancel flag is set.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
     fn deleted_rows(&self, file: &DataFile) -> Result<Option<roaring::RoaringTreemap>> {

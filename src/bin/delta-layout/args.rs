@@ -124,6 +124,9 @@ pub struct VerifyArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// No progress bar (it only shows when stderr is a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `report` arguments.

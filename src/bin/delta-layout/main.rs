@@ -352,7 +352,13 @@ fn run() -> anyhow::Result<ExitCode> {
             })?;
             let report = {
                 let _guard = runtime.enter();
-                delta_layout::verify::verify(&a, &b, args.unique.as_deref())?
+                let progress = progress::BarProgress::new(args.quiet);
+                delta_layout::verify::verify_with_progress(
+                    &a,
+                    &b,
+                    args.unique.as_deref(),
+                    progress.as_ref(),
+                )?
             };
             if args.json {
                 // A string first: a closed pipe then surfaces as an io::Error (exit 0).
