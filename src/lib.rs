@@ -18,7 +18,8 @@
 //! its log; [`report::report`] and [`report::compare`] estimate min/max data skipping from
 //! the log's stats; [`verify::verify`] proves two versions hold the same rows; and
 //! [`sweep::sweep`] measures layouts and file sizes on scratch tables; [`vacuum::vacuum`]
-//! deletes files no version inside the retention needs. The log is read and written through the `deltalake` crate; data through `arrow`
+//! deletes files no version inside the retention needs; [`history::history`] lists a table's
+//! OPTIMIZE runs from its commits' `commitInfo`. The log is read and written through the `deltalake` crate; data through `arrow`
 //! and `parquet` (the versions deltalake uses, re-exported by it).
 //!
 //! # Example
@@ -42,6 +43,7 @@ pub mod column;
 pub mod commit;
 pub mod curve;
 pub mod error;
+pub mod history;
 pub mod inspect;
 pub mod optimize;
 pub mod plan;

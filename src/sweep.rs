@@ -723,24 +723,22 @@ fn scratch_log(table: &TableView) -> Result<String> {
 }
 
 /// The sweep as one self-contained HTML page: two charts (bytes scanned per query, and
-/// bytes an update of 1% of the rows rewrites, against the file count; log-scaled file
-/// axis), one line per layout, and the table of every combination.
+/// bytes an update of 1% of the rows rewrites, against the file count), one line per layout,
+/// and the table of every combination. The y axes have byte ticks in binary units (KiB,
+/// MiB, GiB), the x axes file-count ticks on a log scale (1, 2, 5 times powers of ten);
+/// the legend sits right of the plot area, and each point has a tooltip (layout, target
+/// size, files, value).
 #[must_use]
 pub fn html(report: &SweepReport) -> String {
     use std::fmt::Write as _;
     const COLORS: [&str; 6] = [
         "#4a7fb5", "#d9534f", "#5cb85c", "#f0ad4e", "#8e44ad", "#555",
     ];
-    let escape = |t: &str| {
-        t.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
+    use crate::report::html::escape;
     let mut page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>delta-layout sweep: {t}</title>\
          <style>body{{font-family:system-ui,sans-serif;margin:24px}}table{{border-collapse:collapse}}\
-         td,th{{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}}</style></head><body>\
+         td,th{{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd;white-space:nowrap}}</style></head><body>\
          <h1>delta-layout sweep: {t}</h1><p>version {v}, {rows} rows{sample}</p>\n",
         t = escape(&report.table),
         v = report.version,
@@ -760,82 +758,153 @@ pub fn html(report: &SweepReport) -> String {
             layouts.push(&c.layout);
         }
     }
+    // Legend to the right of the plot area, wide enough for the longest layout name.
+    let legend_width = layouts.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    #[expect(clippy::cast_precision_loss, reason = "pixels")]
+    let legend_width = legend_width as f64 * 6.5 + 40.0;
     #[expect(
         clippy::cast_precision_loss,
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         reason = "chart coordinates"
     )]
-    let chart = |page: &mut String, title: &str, value: &dyn Fn(&Combination) -> f64| {
-        let (w, h, pad) = (520.0, 300.0, 50.0);
-        let xs: Vec<f64> = report
+    let chart = |page: &mut String,
+                 title: &str,
+                 y_label: &str,
+                 value: &dyn Fn(&Combination) -> f64| {
+        // Plot area at (left, top), size (pw, ph); the legend right of it.
+        let (left, top, pw, ph, bottom_margin) = (78.0, 34.0, 420.0, 230.0, 46.0);
+        let (w, h) = (left + pw + 24.0 + legend_width, top + ph + bottom_margin);
+        let files: Vec<f64> = report
             .combinations
             .iter()
-            .map(|c| (c.files.max(1) as f64).ln())
+            .map(|c| c.files.max(1) as f64)
             .collect();
+        let xs: Vec<f64> = files.iter().map(|f| f.ln()).collect();
         let ys: Vec<f64> = report.combinations.iter().map(value).collect();
         let (x0, x1) = (
             xs.iter().copied().fold(f64::INFINITY, f64::min),
             xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         );
-        let y1 = ys.iter().copied().fold(0.0, f64::max).max(1.0);
-        let px = |x: f64| pad + if x1 > x0 { (x - x0) / (x1 - x0) } else { 0.5 } * (w - 2.0 * pad);
-        let py = |y: f64| h - pad - y / y1 * (h - 2.0 * pad);
+        let y_ticks = crate::report::html::byte_ticks(ys.iter().copied().fold(0.0, f64::max));
+        let y1 = y_ticks.last().map_or(1.0, |t| t.0).max(1.0);
+        let px = |x: f64| {
+            left + if x1 > x0 {
+                (x - x0) / (x1 - x0) * 0.9 + 0.05
+            } else {
+                0.5
+            } * pw
+        };
+        let py = |y: f64| top + ph - y / y1 * ph;
         let _ = write!(
             page,
-            "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">\
-             <title>{title}</title><rect width=\"{w}\" height=\"{h}\" fill=\"#fafafa\"/>\
-             <text x=\"{pad}\" y=\"20\" font-size=\"13\">{title}</text>\
-             <text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">files (log scale)</text>",
-            w / 2.0,
-            h - 10.0
+            "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{h}\" role=\"img\" \
+             aria-label=\"{title}\"><rect width=\"{w:.0}\" height=\"{h}\" fill=\"#fafafa\"/>\
+             <text x=\"{left}\" y=\"20\" font-size=\"13\" font-weight=\"bold\">{title}</text>"
         );
+        for (bytes, label) in &y_ticks {
+            let y = py(*bytes);
+            let _ = write!(
+                page,
+                "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e4e4e4\"/>\
+                 <text class=\"tick\" x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{label}</text>",
+                left + pw,
+                left - 4.0,
+                y + 3.5
+            );
+        }
+        // File-count ticks on the log axis: 1, 2 and 5 times powers of ten in range, else
+        // the smallest and largest counts.
+        let (f0, f1) = (x0.exp().round(), x1.exp().round());
+        let mut x_ticks: Vec<f64> = (0..19)
+            .flat_map(|p| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(p)))
+            .filter(|t| *t >= f0 && *t <= f1)
+            .collect();
+        if x_ticks.len() < 2 {
+            x_ticks = vec![f0, f1];
+            x_ticks.dedup();
+        }
+        for t in x_ticks.iter().filter(|t| t.is_finite()) {
+            let x = px(t.ln());
+            let _ = write!(
+                page,
+                "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"/>\
+                 <text class=\"tick\" x=\"{x:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                top + ph,
+                top + ph + 4.0,
+                top + ph + 15.0,
+                *t as u64
+            );
+        }
         for (k, layout) in layouts.iter().enumerate() {
             let color = COLORS[k % COLORS.len()];
-            let points: Vec<(f64, f64)> = report
+            let points: Vec<(f64, f64, &Combination)> = report
                 .combinations
                 .iter()
                 .zip(xs.iter().zip(&ys))
                 .filter(|(c, _)| c.layout == *layout)
-                .map(|(_, (x, y))| (px(*x), py(*y)))
+                .map(|(c, (x, y))| (px(*x), py(*y), c))
                 .collect();
             let line: Vec<String> = points
                 .iter()
-                .map(|(x, y)| format!("{x:.1},{y:.1}"))
+                .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
                 .collect();
             let _ = write!(
                 page,
                 "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
                 line.join(" ")
             );
-            for (x, y) in &points {
+            for (x, y, c) in &points {
                 let _ = write!(
                     page,
-                    "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{color}\"/>"
+                    "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"><title>{}, target {}: {} files, {}</title></circle>",
+                    escape(&c.layout),
+                    crate::size::format_size(c.target_file_bytes),
+                    c.files,
+                    crate::size::format_size(value(c).max(0.0) as u64)
                 );
             }
+            // Legend entry, right of the plot area.
+            let (lx, ly) = (left + pw + 24.0, top + 8.0 + 18.0 * k as f64);
             let _ = write!(
                 page,
-                "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"{color}\">{}</text>",
-                w - pad - 150.0,
-                40.0 + 14.0 * k as f64,
+                "<g class=\"legend\"><line x1=\"{lx}\" x2=\"{}\" y1=\"{ly}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"/>\
+                 <circle cx=\"{}\" cy=\"{ly}\" r=\"3.5\" fill=\"{color}\"/>\
+                 <text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text></g>",
+                lx + 22.0,
+                lx + 11.0,
+                lx + 28.0,
+                ly + 4.0,
                 escape(layout)
             );
         }
         let _ = write!(
             page,
-            "<text x=\"{pad}\" y=\"{}\" font-size=\"10\">{}</text></svg></figure>",
-            pad - 8.0,
-            escape(&crate::size::format_size(y1 as u64))
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"/>\
+             <line x1=\"{left}\" x2=\"{left}\" y1=\"{top}\" y2=\"{}\" stroke=\"#333\"/>\
+             <text class=\"axis-label\" x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">files (log scale)</text>\
+             <text class=\"axis-label\" transform=\"translate(14 {}) rotate(-90)\" font-size=\"11\" text-anchor=\"middle\">{y_label}</text>\
+             </svg></figure>",
+            left + pw,
+            top + ph,
+            top + ph,
+            top + ph,
+            left + pw / 2.0,
+            top + ph + 36.0,
+            top + ph / 2.0,
         );
     };
-    chart(&mut page, "bytes scanned per query", &|c| {
-        c.bytes_scanned_avg
-    });
+    chart(
+        &mut page,
+        "bytes scanned per query",
+        "bytes scanned per query",
+        &|c| c.bytes_scanned_avg,
+    );
     #[expect(clippy::cast_precision_loss, reason = "chart coordinates")]
     chart(
         &mut page,
         "bytes rewritten when 1% of rows are updated",
+        "bytes rewritten",
         &|c| c.rewrite_bytes_1pct as f64,
     );
     page.push_str(
@@ -866,4 +935,81 @@ pub fn html(report: &SweepReport) -> String {
     }
     page.push_str("</table></body></html>\n");
     page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn combination(layout: &str, files: u64, scanned: f64, rewritten: u64) -> Combination {
+        Combination {
+            layout: layout.into(),
+            target_file_bytes: 1 << 20,
+            simulated_target_bytes: 1 << 20,
+            files,
+            bytes: files << 20,
+            mean_file_bytes: 1 << 20,
+            p10_file_bytes: 1 << 20,
+            p90_file_bytes: 1 << 20,
+            queries: 10,
+            files_scanned_avg: 1.0,
+            bytes_scanned_avg: scanned,
+            rows_scanned_avg: 1.0,
+            rewrite_bytes_0_1pct: rewritten,
+            rewrite_bytes_1pct: rewritten,
+            build_ms: 1,
+            pareto: false,
+        }
+    }
+
+    #[test]
+    fn html_has_ticks_axis_labels_a_legend_beside_the_plot_and_point_tooltips() {
+        let report = SweepReport {
+            table: "/t".into(),
+            version: 3,
+            rows: 1000,
+            bytes: 3 << 20,
+            sample_fraction: 1.0,
+            columns: vec!["a".into()],
+            generated_workload: true,
+            combinations: vec![
+                combination("compact", 3, 3.0 * 1_048_576.0, 3 << 20),
+                combination("compact", 30, 2.0 * 1_048_576.0, 1 << 20),
+                combination("zorder:a,b", 3, 1_048_576.0, 3 << 20),
+                combination("zorder:a,b", 30, 524_288.0, 1 << 20),
+            ],
+            duration_ms: 5,
+        };
+        let html = html(&report);
+        assert!(
+            !html.contains("src=") && !html.contains("href="),
+            "external asset"
+        );
+        assert_eq!(html.matches("<svg").count(), 2);
+        // A tooltip per point.
+        assert_eq!(html.matches("<circle cx").count(), 2 * 4 + 2 * 2);
+        assert!(html.contains("<title>zorder:a,b, target 1.0 MiB: 30 files, 512.0 KiB</title>"));
+        let ticks: Vec<&str> = html
+            .split("class=\"tick\"")
+            .skip(1)
+            .map(|t| &t[t.find('>').unwrap() + 1..t.find('<').unwrap()])
+            .collect();
+        // Bytes on the y axis (0 to 3 MiB), file counts on the log x axis (5, 10, 20).
+        for tick in ["0 MiB", "1 MiB", "3 MiB", "5", "10", "20"] {
+            assert!(ticks.contains(&tick), "no tick {tick} in {ticks:?}");
+        }
+        for label in [
+            ">files (log scale)<",
+            ">bytes scanned per query<",
+            ">bytes rewritten<",
+        ] {
+            assert!(html.contains(label), "no axis label {label}");
+        }
+        // The legend: one entry per layout, right of the plot area (which ends at x = 498).
+        assert_eq!(html.matches("<g class=\"legend\">").count(), 2 * 2);
+        for entry in html.split("<g class=\"legend\"><line x1=\"").skip(1) {
+            let x: f64 = entry[..entry.find('"').unwrap()].parse().unwrap();
+            assert!(x > 498.0, "legend at x = {x} covers the plot");
+        }
+    }
 }

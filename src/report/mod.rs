@@ -188,14 +188,35 @@ pub struct PredicateReport {
 pub struct ColumnLayout {
     /// The column.
     pub column: String,
-    /// (min, max) per drawn file, in [0, 1].
-    pub ranges: Vec<(f64, f64)>,
+    /// The drawn files, ordered by min (then max).
+    pub ranges: Vec<DrawnRange>,
     /// Files with bounds in all (drawn or not).
     pub files_with_range: usize,
     /// Files without usable bounds.
     pub files_unknown: usize,
     /// Labels of the axis ends (the smallest min, the largest max).
     pub axis_labels: (String, String),
+    /// Ticks of the value axis: (position in [0, 1], the value there as a literal), at 0,
+    /// 1/4, 1/2, 3/4 and 1 of the axis (values, or ranks for strings); empty without
+    /// bounds.
+    pub axis_ticks: Vec<(f64, String)>,
+}
+
+/// One file's bar in a [`ColumnLayout`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DrawnRange {
+    /// (min, max) on the axis, in [0, 1].
+    pub position: (f64, f64),
+    /// The file's path as in the log (decoded).
+    pub path: String,
+    /// Its min as a literal of the predicate language (`42`, `'text'`).
+    pub min: String,
+    /// Its max as a literal (a string max may be a cut-off prefix).
+    pub max: String,
+    /// Live rows; `None` when the log has no row count.
+    pub rows: Option<u64>,
+    /// The file's size, bytes.
+    pub size_bytes: u64,
 }
 
 /// The report of one table version.
@@ -634,7 +655,8 @@ fn build(
         .columns
         .iter()
         .zip(&analysis.models)
-        .map(|(c, m)| layout(&c.name, m))
+        .zip(&analysis.bounds)
+        .map(|((c, m), b)| layout(&c.name, m, b, &table.files))
         .collect();
 
     Ok(LayoutReport {
@@ -793,19 +815,40 @@ fn default_columns(table: &TableView, prefix_length: usize) -> Vec<ColumnRef> {
     out
 }
 
-fn layout(name: &str, model: &ColumnModel) -> ColumnLayout {
-    let mut ranges: Vec<(f64, f64)> = model.ranges.iter().flatten().copied().collect();
+fn layout(
+    name: &str,
+    model: &ColumnModel,
+    bounds: &[FileBounds],
+    files: &[crate::table::DataFile],
+) -> ColumnLayout {
+    // (file index, min, max) of the files with bounds.
+    let mut ranges: Vec<(usize, f64, f64)> = model
+        .ranges
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.map(|(a, b)| (i, a, b)))
+        .collect();
     let files_with_range = ranges.len();
     let files_unknown = model.unknown.iter().filter(|u| **u).count();
-    ranges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let lo = ranges.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
-    let hi = ranges.iter().map(|r| r.1).fold(f64::NEG_INFINITY, f64::max);
-    let labels = if ranges.is_empty() {
-        (String::new(), String::new())
+    ranges.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2)));
+    let lo = ranges.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+    let hi = ranges.iter().map(|r| r.2).fold(f64::NEG_INFINITY, f64::max);
+    let (labels, ticks) = if ranges.is_empty() {
+        ((String::new(), String::new()), Vec::new())
     } else {
+        let ticks = [0.0, 0.25, 0.5, 0.75, 1.0]
+            .iter()
+            .map(|&t| {
+                let x = if t >= 1.0 { hi } else { lo + t * (hi - lo) };
+                (t, model.literal(x, t < 1.0).to_string())
+            })
+            .collect();
         (
-            model.literal(lo, true).to_string(),
-            model.literal(hi, false).to_string(),
+            (
+                model.literal(lo, true).to_string(),
+                model.literal(hi, false).to_string(),
+            ),
+            ticks,
         )
     };
     let width = if hi > lo { hi - lo } else { 1.0 };
@@ -814,19 +857,29 @@ fn layout(name: &str, model: &ColumnModel) -> ColumnLayout {
             + usize::from(!ranges.len().is_multiple_of(MAX_DRAWN_FILES));
         ranges = ranges.into_iter().step_by(step).collect();
     }
-    let ranges = if ranges.is_empty() {
-        ranges
-    } else {
-        ranges
-            .into_iter()
-            .map(|(a, b)| ((a - lo) / width, (b - lo) / width))
-            .collect()
+    let literal = |v: Option<&crate::predicate::Typed>| {
+        v.map_or_else(
+            || "NULL".to_string(),
+            |v| model::typed_literal(v).to_string(),
+        )
     };
+    let ranges = ranges
+        .into_iter()
+        .map(|(i, a, b)| DrawnRange {
+            position: ((a - lo) / width, (b - lo) / width),
+            path: files[i].path.clone(),
+            min: literal(bounds[i].min.as_ref()),
+            max: literal(bounds[i].max.as_ref()),
+            rows: files[i].num_live_rows(),
+            size_bytes: files[i].size_bytes,
+        })
+        .collect();
     ColumnLayout {
         column: name.to_string(),
         ranges,
         files_with_range,
         files_unknown,
         axis_labels: labels,
+        axis_ticks: ticks,
     }
 }

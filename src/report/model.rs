@@ -353,7 +353,7 @@ impl ColumnModel {
     }
 }
 
-fn typed_literal(value: &Typed) -> Literal {
+pub(crate) fn typed_literal(value: &Typed) -> Literal {
     match value {
         Typed::Int(i) => Literal::Number(i.to_string()),
         Typed::Float(f) => Literal::Number(format!("{f}")),

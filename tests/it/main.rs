@@ -7,6 +7,7 @@ mod deletion_vectors;
 mod faults;
 mod features;
 mod fixture;
+mod history;
 mod progress;
 mod report;
 mod rewrite;

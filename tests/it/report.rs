@@ -668,3 +668,87 @@ fn compare_leaves_out_columns_an_older_version_lacks() {
     assert!(before_columns.iter().all(|c| after_columns.contains(c)));
     assert_eq!(comparison.columns.len(), before_columns.len());
 }
+
+/// The text of every `<title>` inside the first element of `html` that starts with `open`.
+fn titles_in(html: &str, open: &str, close: &str) -> Vec<String> {
+    let start = html
+        .find(open)
+        .unwrap_or_else(|| panic!("no {open} in {html}"));
+    let end = start + html[start..].find(close).unwrap();
+    html[start..end]
+        .split("<title>")
+        .skip(1)
+        .map(|t| t[..t.find("</title>").unwrap()].to_string())
+        .collect()
+}
+
+#[test]
+fn html_page_has_ticks_axis_labels_legend_counts_and_a_tooltip_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranges: Vec<(i64, i64)> = vec![(0, 9), (10, 19), (20, 29), (30, 39), (5, 400)];
+    let table = fixture::load(&layout_table(dir.path(), "five", &ranges));
+    let options = ReportOptions {
+        columns: Some(vec!["id".into()]),
+        ..Default::default()
+    };
+    let report = delta_layout::report::report(&table, &options).unwrap();
+    let html = delta_layout::report::html::render(None, &report);
+    assert!(
+        !html.contains("src=") && !html.contains("href="),
+        "external asset"
+    );
+
+    // A tooltip per file bar: its path, min, max, rows and size, files ordered by min.
+    let tips = titles_in(&html, "<figure><svg", "</svg>");
+    assert_eq!(tips.len(), 1, "the histogram has one bucket: {tips:?}");
+    assert_eq!(tips[0], "5 files of 512 B to 1.0 KiB");
+    let tips = titles_in(&html, "aria-label=\"file ranges of id", "</svg>");
+    assert_eq!(tips.len(), ranges.len(), "{tips:?}");
+    assert_eq!(html.matches("<rect class=\"file\"").count(), ranges.len());
+    assert_eq!(
+        tips[0],
+        "f0.parquet\nmin: 0\nmax: 9\nrows: 100, size: 1000 B"
+    );
+    assert_eq!(
+        tips[1],
+        "f4.parquet\nmin: 5\nmax: 400\nrows: 100, size: 1000 B"
+    );
+    assert_eq!(
+        tips[4],
+        "f3.parquet\nmin: 30\nmax: 39\nrows: 100, size: 1000 B"
+    );
+
+    // Value ticks at 0, 1/4, ..., 1 of [0, 400]; file ticks 1, 3, 5.
+    let ticks: Vec<&str> = html
+        .split("class=\"tick\"")
+        .skip(1)
+        .map(|t| &t[t.find('>').unwrap() + 1..t.find('<').unwrap()])
+        .collect();
+    for tick in [
+        "0", "100", "200", "300", "400", "1", "3", "5", "0%", "50%", "100%",
+    ] {
+        assert!(ticks.contains(&tick), "no tick {tick} in {ticks:?}");
+    }
+    // The histogram: a count axis (0, 1, ..., 5), the bucket's size, the count on its bar.
+    assert!(ticks.contains(&"512 B"), "{ticks:?}");
+    assert_eq!(html.matches("class=\"count\"").count(), 1);
+    assert!(html.contains("text-anchor=\"middle\">5</text>"));
+
+    for label in [
+        "file size (power-of-two buckets, from their lower bound)",
+        ">files<",
+        "id (min to max of each file)",
+        "files, ordered by min",
+        "share of files skipped (%)",
+    ] {
+        assert!(html.contains(label), "no axis label {label}");
+    }
+    // The legend sits above the skipping bars (y 4 to 16; the bars start at 30).
+    let legend = &html[html.find("<g class=\"legend\">").unwrap()..];
+    assert!(legend.starts_with("<g class=\"legend\"><rect x=\"70\" y=\"4\""));
+    assert!(legend.contains(">skipped (estimate)<") && legend.contains(">ideal (sorted"));
+    assert!(
+        legend.contains("<rect x=\"70\" y=\"30.0\""),
+        "first bar below the legend"
+    );
+}

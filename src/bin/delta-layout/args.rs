@@ -27,6 +27,15 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Delete files that no version inside the retention needs (Delta's VACUUM).
     Vacuum(VacuumArgs),
+    /// List the OPTIMIZE runs of a table, newest first, from its commits' commitInfo.
+    ///
+    /// Like DESCRIBE HISTORY, for OPTIMIZE only, from any writer (Spark, Databricks,
+    /// delta-rs, delta-layout). Per run: version, timestamp (ISO 8601, UTC), operation
+    /// ("(auto)" for an auto compaction), curve (the commit's curve parameter, else zorder
+    /// when zOrderBy is set, else hilbert for liquid clustering's clusterBy), clustering
+    /// columns, files and bytes removed and added (operationMetrics; "-" when the writer
+    /// recorded none) and engineInfo. Only the commits still in the log are read.
+    History(HistoryArgs),
 }
 
 /// `vacuum` arguments.
@@ -48,6 +57,24 @@ pub struct VacuumArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `history` arguments.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Table location: a local path or a URL.
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+    /// Show only the newest NUM runs (default: every run in the log).
+    #[arg(long, value_name = "NUM")]
+    pub limit: Option<std::num::NonZeroUsize>,
+    /// Print one JSON object instead of text.
+    ///
+    /// `{table, runs: [...]}`; each run has version, timestamp (ISO 8601 UTC or null),
+    /// timestamp_ms, operation, auto, clustering_columns, curve (or null), files_removed,
+    /// files_added, bytes_removed, bytes_added (null when not recorded) and engine_info.
     #[arg(long)]
     pub json: bool,
 }

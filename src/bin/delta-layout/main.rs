@@ -170,7 +170,7 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
         Ok(())
     }
     match command {
-        Command::Inspect(_) => Ok(()),
+        Command::Inspect(_) | Command::History(_) => Ok(()),
         Command::Optimize(args) => {
             split("--zorder", &mut args.zorder)?;
             split("--hilbert", &mut args.hilbert)?;
@@ -340,6 +340,18 @@ fn run() -> anyhow::Result<ExitCode> {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
             } else {
                 render::sweep(&mut stdout, &report)?;
+            }
+        }
+        Command::History(args) => {
+            let history = runtime.block_on(delta_layout::history::history(
+                &args.table,
+                args.limit.map(std::num::NonZeroUsize::get),
+            ))?;
+            if args.json {
+                // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&history)?)?;
+            } else {
+                render::history(&mut stdout, &history)?;
             }
         }
         Command::Verify(args) => {

@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 
+use delta_layout::history::History;
 use delta_layout::inspect::InspectReport;
 use delta_layout::optimize::OptimizeOutcome;
 use delta_layout::report::{LayoutReport, ReportComparison};
@@ -489,4 +490,87 @@ pub fn vacuum(out: &mut impl Write, r: &delta_layout::vacuum::VacuumReport) -> i
         r.retention_hours,
         r.table_retention_hours
     )
+}
+
+/// Text form of `history`: one aligned row per OPTIMIZE run, newest first; `-` where the
+/// commit does not say.
+pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
+    writeln!(out, "table      {}", h.table)?;
+    if h.runs.is_empty() {
+        return writeln!(out, "no OPTIMIZE run in the log");
+    }
+    let count = |n: Option<u64>| n.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let size = |n: Option<u64>| n.map_or_else(|| "-".to_string(), format_size);
+    let header = [
+        "version",
+        "timestamp (UTC)",
+        "operation",
+        "curve",
+        "columns",
+        "files removed",
+        "files added",
+        "bytes removed",
+        "bytes added",
+        "engine",
+    ];
+    let rows: Vec<[String; 10]> = h
+        .runs
+        .iter()
+        .map(|r| {
+            [
+                r.version.to_string(),
+                r.timestamp.clone().unwrap_or_else(|| "-".into()),
+                if r.auto {
+                    format!("{} (auto)", r.operation)
+                } else {
+                    r.operation.clone()
+                },
+                r.curve.clone().unwrap_or_else(|| "-".into()),
+                if r.clustering_columns.is_empty() {
+                    "-".into()
+                } else {
+                    r.clustering_columns.join(",")
+                },
+                count(r.files_removed),
+                count(r.files_added),
+                size(r.bytes_removed),
+                size(r.bytes_added),
+                r.engine_info.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    // Numbers right-aligned, text left-aligned; the last column unpadded.
+    let right = [
+        true, false, false, false, false, true, true, true, true, false,
+    ];
+    let line = |out: &mut dyn Write, cells: &[&str]| -> io::Result<()> {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            if right[i] {
+                text.push_str(&" ".repeat(pad));
+                text.push_str(cell);
+            } else if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                text.push_str(&" ".repeat(pad));
+            }
+        }
+        writeln!(out, "{text}")
+    };
+    line(out, &header)?;
+    for row in &rows {
+        line(out, &row.each_ref().map(String::as_str))?;
+    }
+    Ok(())
 }

@@ -1,0 +1,427 @@
+//! `history`: the table's OPTIMIZE runs, newest first, from each commit's `commitInfo`, like
+//! Databricks' `DESCRIBE HISTORY` limited to OPTIMIZE.
+//!
+//! Pure part: [`commit_info`] finds the `commitInfo` action of one commit file and
+//! [`OptimizeRun::from_commit_info`] reads one out of it. I/O part: [`history`] loads the
+//! table (so a path that is not a table fails as every other command does) and reads its
+//! commit files, `_delta_log/<version>.json`, through the table's log store, newest first.
+//!
+//! Every writer's spelling is read:
+//!
+//! | field | Spark / Databricks, delta-layout | delta-rs |
+//! |---|---|---|
+//! | files removed / added | `operationMetrics.numRemovedFiles` / `numAddedFiles` | `numFilesRemoved` / `numFilesAdded` |
+//! | bytes removed / added | `operationMetrics.numRemovedBytes` / `numAddedBytes` | `filesRemoved.totalSize` / `filesAdded.totalSize` (a JSON object, or a string holding one) |
+//! | clustering columns | `operationParameters.zOrderBy` (a JSON list in a string), else `clusterBy` (liquid clustering) | not written |
+//! | curve | `operationParameters.curve` (delta-layout: `zorder`, `hilbert`, `none`) | not written |
+//!
+//! Metrics may be JSON strings (Spark) or numbers (delta-rs); a metric a writer did not
+//! record is `None`, never 0. Source: PROTOCOL.md "Commit Provenance Information" (the
+//! content of `commitInfo` is free-form), Delta's `DeltaOperations.Optimize` and
+//! `DeltaOperationMetrics.OPTIMIZE` (Spark), deltalake's `optimize::Metrics` (delta-rs).
+
+use chrono::{DateTime, SecondsFormat};
+use deltalake::logstore::LogStore as _;
+use futures::{StreamExt as _, TryStreamExt as _};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::table::TableView;
+
+/// The `operation` of a `commitInfo` that this module lists.
+pub const OPTIMIZE_OPERATION: &str = "OPTIMIZE";
+
+/// Commit files read at once.
+const READS_IN_FLIGHT: usize = 16;
+
+/// One OPTIMIZE commit, as its `commitInfo` describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OptimizeRun {
+    /// The table version the commit created.
+    pub version: u64,
+    /// When it was committed: `inCommitTimestamp` when present, else `timestamp`, as ISO 8601
+    /// UTC with milliseconds (`2025-02-22T00:49:57.394Z`); `None` when the commit has
+    /// neither or it is out of range.
+    pub timestamp: Option<String>,
+    /// The same instant, milliseconds since the Unix epoch.
+    pub timestamp_ms: Option<i64>,
+    /// `operation` (always [`OPTIMIZE_OPERATION`]).
+    pub operation: String,
+    /// Whether the run was an auto compaction (`operationParameters.auto`, Databricks).
+    pub auto: bool,
+    /// Clustering columns: `zOrderBy`, else `clusterBy`; empty for a compaction.
+    pub clustering_columns: Vec<String>,
+    /// The curve: the `curve` parameter (`none` is `None`), else `zorder` when `zOrderBy`
+    /// is not empty, else `hilbert` when `clusterBy` is not empty (Delta's liquid clustering
+    /// orders files along a Hilbert curve), else `None`.
+    pub curve: Option<String>,
+    /// Files the run removed; `None` when the writer recorded no such metric.
+    pub files_removed: Option<u64>,
+    /// Files the run added.
+    pub files_added: Option<u64>,
+    /// Bytes of the removed files.
+    pub bytes_removed: Option<u64>,
+    /// Bytes of the added files.
+    pub bytes_added: Option<u64>,
+    /// `engineInfo`: the writer, e.g. `Apache-Spark/3.5.3 Delta-Lake/3.4.0`.
+    pub engine_info: Option<String>,
+}
+
+/// A table's OPTIMIZE runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct History {
+    /// The table location (a local path for `file://` tables).
+    pub table: String,
+    /// The runs, newest first.
+    pub runs: Vec<OptimizeRun>,
+}
+
+impl OptimizeRun {
+    /// Reads the run that `commit_info` (the value of a `commitInfo` action) describes, or
+    /// `None` when its operation is not [`OPTIMIZE_OPERATION`].
+    ///
+    /// # Examples
+    /// ```
+    /// use delta_layout::history::OptimizeRun;
+    /// let info = serde_json::json!({
+    ///     "timestamp": 1740185397394_i64,
+    ///     "operation": "OPTIMIZE",
+    ///     "operationParameters": {"zOrderBy": "[\"id\"]"},
+    ///     "operationMetrics": {"numRemovedFiles": "2", "numAddedFiles": "1"},
+    /// });
+    /// let run = OptimizeRun::from_commit_info(2, &info).unwrap();
+    /// assert_eq!(run.timestamp.as_deref(), Some("2025-02-22T00:49:57.394Z"));
+    /// assert_eq!(run.clustering_columns, ["id"]);
+    /// assert_eq!(run.curve.as_deref(), Some("zorder"));
+    /// assert_eq!((run.files_removed, run.files_added), (Some(2), Some(1)));
+    /// assert_eq!(run.bytes_added, None);
+    /// ```
+    #[must_use]
+    pub fn from_commit_info(version: u64, commit_info: &Value) -> Option<Self> {
+        let operation = commit_info.get("operation")?.as_str()?;
+        if operation != OPTIMIZE_OPERATION {
+            return None;
+        }
+        let parameters = commit_info.get("operationParameters");
+        let parameter = |name: &str| parameters.and_then(|p| p.get(name));
+        let z_order_by = parameter("zOrderBy").map(column_list).unwrap_or_default();
+        let cluster_by = parameter("clusterBy").map(column_list).unwrap_or_default();
+        let curve = match parameter("curve").and_then(text) {
+            Some(curve) => Some(curve).filter(|c| c != "none"),
+            None if !z_order_by.is_empty() => Some("zorder".to_string()),
+            None if !cluster_by.is_empty() => Some("hilbert".to_string()),
+            None => None,
+        };
+        let metrics = commit_info.get("operationMetrics");
+        let metric = |name: &str| metrics.and_then(|m| m.get(name)).and_then(number);
+        // delta-rs: `filesRemoved` / `filesAdded` are MetricDetails, as an object or a
+        // string holding one.
+        let total_size = |name: &str| {
+            let details = metrics.and_then(|m| m.get(name))?;
+            let parsed;
+            let details = match details {
+                Value::String(s) => {
+                    parsed = serde_json::from_str::<Value>(s).ok()?;
+                    &parsed
+                }
+                other => other,
+            };
+            details.get("totalSize").and_then(number)
+        };
+        let timestamp_ms = commit_info
+            .get("inCommitTimestamp")
+            .or_else(|| commit_info.get("timestamp"))
+            .and_then(Value::as_i64);
+        Some(Self {
+            version,
+            timestamp: timestamp_ms.and_then(iso_8601),
+            timestamp_ms,
+            operation: operation.to_string(),
+            auto: parameter("auto")
+                .and_then(text)
+                .is_some_and(|a| a == "true"),
+            clustering_columns: if z_order_by.is_empty() {
+                cluster_by
+            } else {
+                z_order_by
+            },
+            curve,
+            files_removed: metric("numRemovedFiles").or_else(|| metric("numFilesRemoved")),
+            files_added: metric("numAddedFiles").or_else(|| metric("numFilesAdded")),
+            bytes_removed: metric("numRemovedBytes").or_else(|| total_size("filesRemoved")),
+            bytes_added: metric("numAddedBytes").or_else(|| total_size("filesAdded")),
+            engine_info: commit_info
+                .get("engineInfo")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+    }
+}
+
+/// The `commitInfo` action of one commit file (newline-delimited JSON actions), or `None`
+/// when the commit has none (PROTOCOL.md makes it optional).
+///
+/// # Errors
+/// A description of the first line that is not JSON (with its 1-based number), for the
+/// caller to name the file.
+pub fn commit_info(commit: &[u8]) -> std::result::Result<Option<Value>, String> {
+    for (i, line) in commit.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let mut action: Value = serde_json::from_slice(line)
+            .map_err(|e| format!("has a line that is not JSON (line {}: {e})", i + 1))?;
+        if let Some(info) = action.get_mut("commitInfo") {
+            return Ok(Some(info.take()));
+        }
+    }
+    Ok(None)
+}
+
+/// The OPTIMIZE runs of the table at `location`, newest first: the newest `limit` runs, or
+/// every run when `None`. Commit files are read from the latest version down to version 0,
+/// or to the oldest one still in the log (older ones are removed by log clean-up).
+///
+/// # Errors
+/// * As [`TableView::load`]: [`Error::NotADeltaTable`], [`Error::DamagedLog`], ...
+/// * [`Error::Delta`] when a commit file cannot be read.
+/// * [`Error::DamagedLog`] when a commit file holds a line that is not JSON.
+pub async fn history(location: &str, limit: Option<usize>) -> Result<History> {
+    let table = TableView::load(location, None).await?;
+    let store = table.log_store.clone();
+    let mut commits = futures::stream::iter((0..=table.version).rev())
+        .map(|version| {
+            let store = store.clone();
+            async move {
+                let bytes = store.read_commit_entry(version).await.map_err(|e| {
+                    Error::delta(format!("reading the commit of version {version}"), e)
+                })?;
+                Ok::<_, Error>((version, bytes))
+            }
+        })
+        .buffered(READS_IN_FLIGHT);
+    let mut runs = Vec::new();
+    while limit.is_none_or(|n| runs.len() < n) {
+        let Some((version, bytes)) = commits.try_next().await? else {
+            break;
+        };
+        // Log clean-up removes the oldest commits first: none below a missing one is left.
+        let Some(bytes) = bytes else { break };
+        let info = commit_info(&bytes).map_err(|message| Error::DamagedLog {
+            table: location.to_string(),
+            file: format!("_delta_log/{version:020}.json"),
+            message,
+        })?;
+        if let Some(run) = info.and_then(|i| OptimizeRun::from_commit_info(version, &i)) {
+            runs.push(run);
+        }
+    }
+    Ok(History {
+        table: table.display_location(),
+        runs,
+    })
+}
+
+/// A column list: a JSON list in a string (`"[\"a\",\"b\"]"`, as Spark writes
+/// `zOrderBy`) or a JSON list.
+fn column_list(value: &Value) -> Vec<String> {
+    let parsed;
+    let list = match value {
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v) => {
+                parsed = v;
+                &parsed
+            }
+            Err(_) => return Vec::new(),
+        },
+        other => other,
+    };
+    list.as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A parameter as text: a string as is, a boolean or number written out.
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(_) | Value::Number(_) => Some(value.to_string()),
+        _ => None,
+    }
+}
+
+/// A non-negative count: a JSON number or a string holding one.
+fn number(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Milliseconds since the Unix epoch as ISO 8601 UTC with milliseconds.
+fn iso_8601(ms: i64) -> Option<String> {
+    DateTime::from_timestamp_millis(ms).map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn reads_every_writers_spelling() {
+        struct Case {
+            name: &'static str,
+            info: Value,
+            expected: Option<OptimizeRun>,
+        }
+        impl Case {
+            fn run(self) {
+                let Self {
+                    name,
+                    info,
+                    expected,
+                } = self;
+                assert_eq!(
+                    OptimizeRun::from_commit_info(7, &info),
+                    expected,
+                    "case {name}"
+                );
+            }
+        }
+        let run = |curve: Option<&str>, columns: &[&str]| OptimizeRun {
+            version: 7,
+            timestamp: Some("2025-02-22T00:49:57.394Z".into()),
+            timestamp_ms: Some(1_740_185_397_394),
+            operation: "OPTIMIZE".into(),
+            auto: false,
+            clustering_columns: columns.iter().map(|c| (*c).to_string()).collect(),
+            curve: curve.map(str::to_string),
+            files_removed: Some(2),
+            files_added: Some(1),
+            bytes_removed: Some(904),
+            bytes_added: Some(452),
+            engine_info: Some("Apache-Spark/3.5.3 Delta-Lake/3.4.0-SNAPSHOT".into()),
+        };
+        let spark_metrics = json!({
+            "numRemovedFiles": "2", "numAddedFiles": "1",
+            "numRemovedBytes": "904", "numAddedBytes": "452", "p50FileSize": "452"
+        });
+        let engine = "Apache-Spark/3.5.3 Delta-Lake/3.4.0-SNAPSHOT";
+        for case in [
+            Case {
+                name: "spark zorder",
+                info: json!({
+                    "timestamp": 1_740_185_397_394_i64, "operation": "OPTIMIZE",
+                    "operationParameters": {"predicate": "[]", "zOrderBy": "[\"id\"]",
+                                            "clusterBy": "[]", "auto": false},
+                    "operationMetrics": spark_metrics, "engineInfo": engine
+                }),
+                expected: Some(run(Some("zorder"), &["id"])),
+            },
+            Case {
+                name: "delta-layout hilbert, numbers as JSON numbers",
+                info: json!({
+                    "timestamp": 1_740_185_397_394_i64, "operation": "OPTIMIZE",
+                    "operationParameters": {"zOrderBy": "[\"a\",\"b\"]", "curve": "hilbert"},
+                    "operationMetrics": {"numRemovedFiles": 2, "numAddedFiles": 1,
+                                         "numRemovedBytes": 904, "numAddedBytes": 452},
+                    "engineInfo": engine
+                }),
+                expected: Some(run(Some("hilbert"), &["a", "b"])),
+            },
+            Case {
+                name: "delta-layout compaction: curve none",
+                info: json!({
+                    "timestamp": 1_740_185_397_394_i64, "operation": "OPTIMIZE",
+                    "operationParameters": {"zOrderBy": "[]", "curve": "none"},
+                    "operationMetrics": spark_metrics, "engineInfo": engine
+                }),
+                expected: Some(run(None, &[])),
+            },
+            Case {
+                name: "liquid clustering: clusterBy",
+                info: json!({
+                    "timestamp": 1_740_185_397_394_i64, "operation": "OPTIMIZE",
+                    "operationParameters": {"zOrderBy": "[]", "clusterBy": "[\"id\"]"},
+                    "operationMetrics": spark_metrics, "engineInfo": engine
+                }),
+                expected: Some(run(Some("hilbert"), &["id"])),
+            },
+            Case {
+                name: "delta-rs: numFiles* and MetricDetails strings; inCommitTimestamp first",
+                info: json!({
+                    "timestamp": 1, "inCommitTimestamp": 1_740_185_397_394_i64,
+                    "operation": "OPTIMIZE",
+                    "operationParameters": {"predicate": "[]", "targetSize": "104857600"},
+                    "operationMetrics": {
+                        "numFilesAdded": 1, "numFilesRemoved": 2,
+                        "filesAdded": "{\"avg\":452.0,\"max\":452,\"min\":452,\"totalFiles\":1,\"totalSize\":452}",
+                        "filesRemoved": {"avg": 452.0, "max": 452, "min": 452, "totalFiles": 2, "totalSize": 904}
+                    },
+                    "engineInfo": engine
+                }),
+                expected: Some(run(None, &[])),
+            },
+            Case {
+                name: "not an optimize",
+                info: json!({"timestamp": 1, "operation": "WRITE"}),
+                expected: None,
+            },
+            Case {
+                name: "no operation",
+                info: json!({"timestamp": 1}),
+                expected: None,
+            },
+        ] {
+            case.run();
+        }
+    }
+
+    #[test]
+    fn missing_metrics_are_none_and_auto_is_read() {
+        let info = json!({
+            "operation": "OPTIMIZE",
+            "operationParameters": {"auto": true, "zOrderBy": "not json"},
+        });
+        let run = OptimizeRun::from_commit_info(3, &info).unwrap();
+        assert!(run.auto);
+        assert_eq!(run.timestamp, None);
+        assert!(run.clustering_columns.is_empty());
+        assert_eq!(run.curve, None);
+        assert_eq!(
+            (
+                run.files_removed,
+                run.files_added,
+                run.bytes_removed,
+                run.bytes_added
+            ),
+            (None, None, None, None)
+        );
+        assert_eq!(run.engine_info, None);
+    }
+
+    #[test]
+    fn commit_info_is_found_on_any_line_and_bad_lines_are_named() {
+        let commit =
+            b"{\"add\":{\"path\":\"a\"}}\n\n{\"commitInfo\":{\"operation\":\"OPTIMIZE\"}}\n";
+        assert_eq!(
+            commit_info(commit).unwrap(),
+            Some(json!({"operation": "OPTIMIZE"}))
+        );
+        assert_eq!(commit_info(b"{\"add\":{}}\n").unwrap(), None);
+        let error = commit_info(b"{\"add\":{}}\nnot json\n").unwrap_err();
+        assert!(
+            error.starts_with("has a line that is not JSON (line 2"),
+            "{error}"
+        );
+    }
+}
