@@ -198,7 +198,9 @@ fn a_path_that_is_not_a_table_exits_2_with_one_line() {
         assert!(message.starts_with("delta-layout: "), "{message}");
         assert_eq!(message.trim().lines().count(), 1, "{message}");
         assert!(
-            message.contains(&format!("'{empty}' is not a readable Delta table")),
+            message.contains(&format!(
+                "'{empty}' is not a Delta table: it has no _delta_log"
+            )),
             "{message}"
         );
         assert!(output.stdout.is_empty());
