@@ -6,20 +6,20 @@ use serde_json::Value;
 
 use crate::fixture::{Fixture, rows};
 
-fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_delta-layout"))
         .args(args)
         .output()
         .unwrap()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Runs `args` on a copy of `table` (the location replaces `{}`), expects exit code 2, a
 /// message containing every `needle`, and an untouched table apart from `allowed_change`.
-fn expect_error(fixture: &Fixture, args: &[&str], needles: &[&str]) {
+pub(crate) fn expect_error(fixture: &Fixture, args: &[&str], needles: &[&str]) {
     let listing = fixture.listing();
     let location = fixture.location();
     let args: Vec<&str> = args
@@ -37,6 +37,7 @@ fn expect_error(fixture: &Fixture, args: &[&str], needles: &[&str]) {
             "{args:?}: '{needle}' not in: {message}"
         );
     }
+    assert!(!message.contains("internal error"), "{message}");
     assert_eq!(fixture.listing(), listing, "{args:?} changed the table");
 }
 

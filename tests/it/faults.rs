@@ -2,7 +2,6 @@
 //! builds the table of one report and asserts the right value (rows, stats, paths, errors).
 
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::Arc;
 
 use delta_layout::optimize::{OptimizeOptions, rewrite};
@@ -18,6 +17,7 @@ use deltalake::parquet::arrow::ArrowWriter;
 use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::{Value, json};
 
+use crate::cli::{expect_error, run as cli, stderr};
 use crate::fixture::{Fixture, load, optimize, rows, runtime};
 
 /// One data file of a hand-made table.
@@ -114,17 +114,6 @@ pub(crate) fn column_of(root: &Path, path: &str, column: &str) -> ArrayRef {
         .collect();
     let refs: Vec<&dyn Array> = parts.iter().map(AsRef::as_ref).collect();
     deltalake::arrow::compute::concat(&refs).unwrap()
-}
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_delta-layout"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The stats JSON of the only file the latest commit adds.
@@ -1126,27 +1115,6 @@ fn a_run_commits_after_hundreds_of_concurrent_appends() {
 }
 
 // ---- 10. unclear messages --------------------------------------------------------------
-
-fn expect_error(fixture: &Fixture, args: &[&str], needles: &[&str]) {
-    let listing = fixture.listing();
-    let location = fixture.location();
-    let args: Vec<&str> = args
-        .iter()
-        .map(|a| if *a == "{}" { location.as_str() } else { a })
-        .collect();
-    let output = cli(&args);
-    let message = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
-    assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
-    for needle in needles {
-        assert!(
-            message.contains(needle),
-            "{args:?}: '{needle}' not in: {message}"
-        );
-    }
-    assert!(!message.contains("internal error"), "{message}");
-    assert_eq!(fixture.listing(), listing, "{args:?} changed the table");
-}
 
 #[test]
 fn negative_numbers_get_a_range_not_a_parse_error() {

@@ -1,21 +1,9 @@
 //! `history`: the OPTIMIZE runs of a table, from delta-layout's own commits and Spark's.
 
-use std::process::{Command, Output};
-
 use serde_json::{Value, json};
 
+use crate::cli::{run, stderr};
 use crate::fixture::{Fixture, runtime};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_delta-layout"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 fn optimize_json(args: &[&str]) -> Value {
     let output = run(args);

@@ -1,7 +1,6 @@
 //! Unattended runs: what a scheduler and the people who read its logs need.
 
 use std::collections::BTreeSet;
-use std::process::{Command, Output};
 use std::sync::Arc;
 
 use delta_layout::optimize::{OptimizeOptions, rewrite};
@@ -10,18 +9,8 @@ use delta_layout::plan::cluster::ClusterRequest;
 use delta_layout::progress::NoProgress;
 use serde_json::{Value, json};
 
+use crate::cli::{run as cli, stderr};
 use crate::fixture::{Fixture, load, optimize, rows, runtime};
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_delta-layout"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 fn paths(location: &str) -> BTreeSet<String> {
     load(location)
