@@ -94,7 +94,7 @@ pub enum Error {
     /// The table uses protocol features this tool cannot rewrite safely. Nothing was written.
     #[error(
         "table '{table}' uses table features that delta-layout does not support: {}; \
-         nothing was written",
+         the table was not changed",
         features.join(", ")
     )]
     UnsupportedFeatures {

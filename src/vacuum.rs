@@ -99,6 +99,21 @@ pub struct VacuumReport {
     pub bytes: u64,
 }
 
+/// Whether a path component is hidden from vacuum, as Delta Spark's
+/// `DeltaTableUtils.isHiddenDirectory` decides for directories and file names alike: a name
+/// starting with `_` or `.`, unless it is a partition directory (`col=`), `_change_data` or
+/// `_delta_index`. (The deltalake planner applies the rule to a path's first character only,
+/// so `p=1/_SUCCESS` or `p=1/.part-0.crc` would go.)
+fn is_hidden(name: &str, partition_columns: &[String]) -> bool {
+    (name.starts_with('.') || name.starts_with('_'))
+        && !name.starts_with("_delta_index")
+        && !name.starts_with("_change_data")
+        && !partition_columns.iter().any(|c| {
+            name.strip_prefix(c.as_str())
+                .is_some_and(|rest| rest.starts_with('='))
+        })
+}
+
 /// The table's retention in hours, from `delta.deletedFileRetentionDuration` (`interval N
 /// unit`, units from microseconds to weeks, as Spark's `CalendarInterval` strings).
 ///
@@ -154,7 +169,8 @@ fn parse_interval_hours(text: &str) -> Option<f64> {
 pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<VacuumReport> {
     table.protocol.check_writable(&table.display_location())?;
     let table_hours = table_retention_hours(table)?;
-    let hours = options.retain_hours.unwrap_or(table_hours);
+    // (`-0` is 0.)
+    let hours = options.retain_hours.unwrap_or(table_hours) + 0.0;
     if !hours.is_finite() || hours < 0.0 {
         return Err(Error::invalid_option(
             "--retain",
@@ -214,10 +230,12 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .await
         .map_err(|e| delta_error("planning the vacuum", e))?;
     let store = table.log_store.object_store(None);
+    let partition_columns = &table.partition_physical_names;
     let mut paths: Vec<String> = metrics
         .files_deleted
         .into_iter()
         .filter(|p| !recent.contains(p))
+        .filter(|p| !p.split('/').any(|part| is_hidden(part, partition_columns)))
         .collect();
     paths.sort();
     paths.dedup();
@@ -282,6 +300,16 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidden_names_are_skipped_at_every_level() {
+        let partitions = vec!["_p".to_string()];
+        assert!(is_hidden("_SUCCESS", &partitions));
+        assert!(is_hidden(".part-0.parquet.crc", &partitions));
+        assert!(!is_hidden("_p=1", &partitions));
+        assert!(!is_hidden("_change_data", &partitions));
+        assert!(!is_hidden("part-0.parquet", &partitions));
+    }
 
     #[test]
     fn intervals_parse_to_hours() {

@@ -189,7 +189,7 @@ fn refused_feature_exits_2_naming_it() {
     expect_error(
         &fixture,
         &["optimize", "{}"],
-        &["variantType", "nothing was written"],
+        &["variantType", "the table was not changed"],
     );
     expect_error(&fixture, &["optimize", "{}", "--dry-run"], &["variantType"]);
 }
