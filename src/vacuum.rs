@@ -99,6 +99,57 @@ pub struct VacuumReport {
     pub bytes: u64,
 }
 
+/// A path with every percent escape decoded, repeatedly: the planner, the log and the
+/// object store spell special characters differently, and comparing in this loosest form
+/// can only make two paths equal that are not (keeping a file), never tell one file apart
+/// from itself (deleting a needed one).
+fn loose(path: &str) -> String {
+    let mut current = path.to_string();
+    for _ in 0..4 {
+        let decoded = percent_encoding::percent_decode_str(&current)
+            .decode_utf8_lossy()
+            .into_owned();
+        if decoded == current {
+            break;
+        }
+        current = decoded;
+    }
+    current
+}
+
+/// Every object the latest version references, as object-store paths: its data files and
+/// the deletion-vector files inside the table. Checked again here, whatever the planner
+/// decided, so that no file of the latest version is ever deleted.
+///
+/// # Errors
+/// [`Error::DataFile`] for a deletion vector descriptor that does not parse.
+fn live_paths(table: &TableView) -> Result<std::collections::HashSet<String>> {
+    let root = table.location.as_str().trim_end_matches('/');
+    let mut live = std::collections::HashSet::with_capacity(table.files.len());
+    for file in &table.files {
+        let path = crate::rewrite::read::object_path(&table.location, &file.path)?;
+        live.insert(loose(path.as_ref()));
+        if let Some(descriptor) = &file.deletion_vector {
+            let kernel: delta_kernel::actions::deletion_vector::DeletionVectorDescriptor =
+                descriptor
+                    .clone()
+                    .try_into()
+                    .map_err(|e: delta_kernel::Error| Error::DataFile {
+                        path: file.path.clone(),
+                        message: "has a deletion vector descriptor that does not parse".into(),
+                        source: Some(Box::new(e)),
+                    })?;
+            if let Ok(Some(url)) = kernel.absolute_path(&table.location)
+                && let Some(relative) = url.as_str().strip_prefix(root)
+            {
+                let relative = relative.trim_start_matches('/');
+                live.insert(loose(relative));
+            }
+        }
+    }
+    Ok(live)
+}
+
 /// Whether a path component is hidden from vacuum, as Delta Spark's
 /// `DeltaTableUtils.isHiddenDirectory` decides for directories and file names alike: a name
 /// starting with `_` or `.`, unless it is a partition directory (`col=`), `_change_data` or
@@ -211,10 +262,7 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
             .try_filter_map(|t| {
                 let keep = t.deletion_timestamp().unwrap_or(0) >= cutoff;
                 let path = t.path();
-                let path = Path::parse(path.as_ref())
-                    .unwrap_or_else(|_| Path::from(path.as_ref()))
-                    .to_string();
-                futures::future::ready(Ok(keep.then_some(path)))
+                futures::future::ready(Ok(keep.then(|| loose(path.as_ref()))))
             })
             .try_collect()
             .await
@@ -231,10 +279,12 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .map_err(|e| delta_error("planning the vacuum", e))?;
     let store = table.log_store.object_store(None);
     let partition_columns = &table.partition_physical_names;
+    let live = live_paths(table)?;
     let mut paths: Vec<String> = metrics
         .files_deleted
         .into_iter()
-        .filter(|p| !recent.contains(p))
+        .filter(|p| !recent.contains(&loose(p)))
+        .filter(|p| !live.contains(&loose(p)))
         .filter(|p| !p.split('/').any(|part| is_hidden(part, partition_columns)))
         .collect();
     paths.sort();
