@@ -105,18 +105,19 @@ def first_columns(binary, path, n):
             if c["column"] not in partition and c["min_max_fraction"] > 0][:n]
 
 
-def check(binary, name, path, expected=None):
-    """Reads `path` with every reader, rewrites it twice, reads again."""
+def check(binary, name, path, expected=None, codec="zstd:1"):
+    """Reads `path` with every reader, rewrites it twice (Parquet `codec`), reads again."""
     before = {}
     for reader, read in READERS.items():
         try:
             before[reader] = read(path)
         except Exception as e:  # a reader's own limitation, not ours
             print(f"skip  {name:40} {reader}: cannot read the table before: {str(e).splitlines()[0][:100]}")
-    run(binary, "optimize", path, "--quiet", "--no-report")
+    run(binary, "optimize", path, "--quiet", "--no-report", "--compression", codec)
     columns = first_columns(binary, path, 2)
     if columns:
-        run(binary, "optimize", path, "--quiet", "--no-report", "--full", "--hilbert", ",".join(columns))
+        run(binary, "optimize", path, "--quiet", "--no-report", "--compression", codec,
+            "--full", "--hilbert", ",".join(columns))
     results = []
     for reader, rows in before.items():
         want = expected if expected is not None else rows
@@ -237,6 +238,11 @@ def main():
             path = os.path.join(tmp, name)
             shutil.copytree(os.path.join(testdata, name), path)
             results += check(binary, name, path)
+        # Every codec of --compression, read by both readers.
+        for codec in ["snappy", "zstd:19", "lz4", "gzip:9", "none"]:
+            path = os.path.join(tmp, f"codec-{codec.replace(':', '-')}")
+            shutil.copytree(os.path.join(testdata, "http-requests-delta-rs"), path)
+            results += check(binary, f"http-requests-delta-rs --compression {codec}", path, codec=codec)
         made = [
             ("made: int96-outside-nanos", int96_table),
             ("made: empty-and-null-partitions", empty_and_null_partitions),

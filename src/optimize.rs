@@ -32,9 +32,18 @@ pub struct OptimizeOptions {
     verify: bool,
     threads: usize,
     sample: Option<(f64, u64)>,
+    codec: rewrite::write::Codec,
 }
 
 impl OptimizeOptions {
+    /// The Parquet compression of written files (`--compression`). Defaults to zstd at
+    /// [`rewrite::write::DEFAULT_ZSTD_LEVEL`].
+    #[must_use]
+    pub fn with_codec(mut self, codec: rewrite::write::Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+
     /// The planning options (target size, candidates, `--where`). Defaults to
     /// [`PlanOptions::default`].
     #[must_use]
@@ -403,6 +412,7 @@ pub async fn rewrite(
             .memory_limit_bytes
             .unwrap_or_else(default_memory_limit_bytes),
         spill_directory: options.spill_directory.clone(),
+        codec: options.codec,
         reader,
     };
     progress.start(

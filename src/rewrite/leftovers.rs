@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | spill directory | `delta-layout-spill-<pid>-<random>` in the spill directory | the next clustering run, once process `<pid>` no longer exists |
 //! | commit staging file | `_delta_log/<version>.json#<n>` (the local store writes there, then links) | the next `optimize` of the table, once it is older than [`STAGING_MAX_AGE`] |
-//! | data files | `part-<bin>-<run id>-<writer>-<random>-c<seq>.snappy.parquet`, referenced by no commit | `VACUUM` (Delta's, delta-rs'), after the table's retention: a file of a run still going cannot be told from one of a dead run by its name alone |
+//! | data files | `part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet`, referenced by no commit | `VACUUM` (Delta's, delta-rs'), after the table's retention: a file of a run still going cannot be told from one of a dead run by its name alone |
 //!
 //! Everything here is best effort: a leftover that cannot be removed is logged, never an error.
 //! Process liveness is read from `/proc`; where it does not exist, spill directories are left.

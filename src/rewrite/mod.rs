@@ -64,6 +64,7 @@ pub(crate) struct RewriteContext {
     pub cancel: Arc<AtomicBool>,
     pub memory_limit_bytes: u64,
     pub spill_directory: Option<std::path::PathBuf>,
+    pub codec: write::Codec,
 }
 
 /// Runs every bin of `plan`. Blocking: call it off the async runtime.
@@ -158,6 +159,7 @@ fn run_bin(
         bin_id: bin.id,
         run_id: plan.run_id.clone(),
         writer,
+        codec: context.codec,
         target_file_bytes: plan.target_file_bytes,
         leaves: context.leaves.clone(),
         with_tight_bounds: context.with_tight_bounds,

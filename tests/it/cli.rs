@@ -538,3 +538,45 @@ fn optimize_checks_report_columns_before_writing() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(text.starts_with("committed version 12"), "{text}");
 }
+
+#[test]
+fn every_codec_writes_the_same_rows() {
+    use deltalake::parquet::basic::Compression;
+    use deltalake::parquet::file::reader::{FileReader as _, SerializedFileReader};
+    for (codec, suffix, expect) in [
+        ("snappy", "snappy", "SNAPPY"),
+        ("zstd:19", "zstd", "ZSTD"),
+        ("lz4", "lz4", "LZ4_RAW"),
+        ("gzip:9", "gz", "GZIP"),
+        ("none", "uncompressed", "UNCOMPRESSED"),
+    ] {
+        let fixture = Fixture::copy("delta-rs-small-appends");
+        let location = fixture.location();
+        let before = rows(&location);
+        let output = run(&["optimize", &location, "--quiet", "--compression", codec]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{codec}: {}",
+            stderr(&output)
+        );
+        assert_eq!(rows(&location), before, "{codec}");
+        let table = crate::fixture::load(&location);
+        let path = &table.files[0].path;
+        assert!(path.ends_with(&format!(".{suffix}.parquet")), "{path}");
+        let reader =
+            SerializedFileReader::new(std::fs::File::open(fixture.path.join(path)).unwrap())
+                .unwrap();
+        let compression: Compression = reader.metadata().row_group(0).column(0).compression();
+        assert!(
+            format!("{compression:?}").starts_with(expect),
+            "{codec}: {compression:?}"
+        );
+    }
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--compression", "zstd:99"],
+        &["--compression", "zstd:1 to zstd:22"],
+    );
+}

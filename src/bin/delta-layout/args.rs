@@ -301,6 +301,15 @@ pub struct OptimizeArgs {
     /// written files and exit with code 2.
     #[arg(long, help_heading = "Execution")]
     pub verify: bool,
+    /// Parquet compression of the written files: snappy, zstd, zstd:LEVEL (1 to 22), lz4,
+    /// gzip, gzip:LEVEL (0 to 9) or none.
+    #[arg(
+        long,
+        value_name = "CODEC",
+        default_value = "zstd:1",
+        help_heading = "Execution"
+    )]
+    pub compression: String,
     /// Worker threads for the rewrite (0 = one per core).
     #[arg(
         long,

@@ -114,7 +114,10 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
             "must be greater than 0"
         ));
     }
+    let codec = delta_layout::rewrite::write::Codec::parse(&args.compression)
+        .map_err(|m| delta_layout::Error::invalid_option("--compression", m))?;
     Ok(OptimizeOptions::default()
+        .with_codec(codec)
         .with_plan(plan)
         .with_memory_limit(memory_limit)
         .with_threads(args.threads)
