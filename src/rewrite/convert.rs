@@ -229,27 +229,29 @@ fn timestamp_to_micros(
 
 /// The schema to decode a Parquet file with so that INT96 timestamps come out as
 /// microseconds: `inferred` (the reader's default Arrow schema of the file) with every leaf
-/// stored as INT96 turned from `Timestamp(ns)` into `Timestamp(µs)`. `None` when the file
-/// has no INT96 column (decode as inferred).
+/// stored as INT96 turned from `Timestamp(ns)` into `Timestamp(µs)`. `Ok(None)` when the
+/// file has no INT96 column (decode as inferred).
 ///
 /// Leaves of the Arrow schema follow the Parquet columns one to one, in order (the reader
-/// derives one from the other depth first); if they do not line up, the file is decoded as
-/// inferred and the supplied-schema check of the Parquet reader never sees this schema.
+/// derives one from the other depth first), and the Parquet reader checks the result again.
+///
+/// # Errors
+/// [`Inexact`] when the file has INT96 columns but the leaves do not line up: decoding it as
+/// inferred would wrap values outside the years 1677 to 2262.
 ///
 /// Source: the Parquet format's INT96 (Julian day + nanoseconds of the day); arrow-rs reads
 /// it as 64-bit nanoseconds unless a schema asks for another unit.
-#[must_use]
 pub(crate) fn int96_as_micros(
     parquet: &SchemaDescriptor,
     inferred: &SchemaRef,
-) -> Option<SchemaRef> {
+) -> Result<Option<SchemaRef>, Inexact> {
     let int96: Vec<bool> = parquet
         .columns()
         .iter()
         .map(|c| c.physical_type() == PhysicalType::INT96)
         .collect();
     if !int96.contains(&true) {
-        return None;
+        return Ok(None);
     }
     let mut next = 0;
     let fields: Vec<FieldRef> = inferred
@@ -257,12 +259,16 @@ pub(crate) fn int96_as_micros(
         .iter()
         .map(|f| Arc::new(hint_field(f, &int96, &mut next)))
         .collect();
-    (next == int96.len()).then(|| {
-        Arc::new(Schema::new_with_metadata(
-            fields,
-            inferred.metadata().clone(),
-        ))
-    })
+    if next != int96.len() {
+        return Err(Inexact(format!(
+            "has INT96 timestamps in a layout delta-layout cannot map to its Arrow schema ({next} leaves for {} Parquet columns), so they cannot be read without wrapping",
+            int96.len()
+        )));
+    }
+    Ok(Some(Arc::new(Schema::new_with_metadata(
+        fields,
+        inferred.metadata().clone(),
+    ))))
 }
 
 fn hint_field(field: &Field, int96: &[bool], next: &mut usize) -> Field {
@@ -374,6 +380,9 @@ mod tests {
         assert!(convert_exact(&ints, &ArrowType::Decimal128(10, 1)).is_err());
         let days = arc(Date32Array::from(vec![-700_000, 2_900_000]));
         let ts = convert_exact(&days, &ArrowType::Timestamp(TimeUnit::Microsecond, None)).unwrap();
+        // A date past year 294,247 does not fit 64-bit microseconds: an error, not a wrap.
+        let far = arc(Date32Array::from(vec![i32::MAX]));
+        assert!(convert_exact(&far, &ArrowType::Timestamp(TimeUnit::Microsecond, None)).is_err());
         assert_eq!(
             ts.as_primitive::<TimestampMicrosecondType>().value(0),
             -700_000 * 86_400_000_000

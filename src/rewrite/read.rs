@@ -178,10 +178,12 @@ impl Reader {
         let metadata = ArrowReaderMetadata::load(&bytes, options.clone()).map_err(corrupt)?;
         // INT96 timestamps straight to microseconds: through 64-bit nanoseconds they wrap
         // outside the years 1677 to 2262.
-        let metadata = match super::convert::int96_as_micros(
+        let hinted = super::convert::int96_as_micros(
             metadata.metadata().file_metadata().schema_descr(),
             metadata.schema(),
-        ) {
+        )
+        .map_err(|e| Error::data_file(&file.path, e.0))?;
+        let metadata = match hinted {
             Some(hinted) => ArrowReaderMetadata::try_new(
                 metadata.metadata().clone(),
                 options.with_schema(hinted),
