@@ -127,8 +127,10 @@ fn live_paths(table: &TableView) -> Result<std::collections::HashSet<String>> {
     let root = table.location.as_str().trim_end_matches('/');
     let mut live = std::collections::HashSet::with_capacity(table.files.len());
     for file in &table.files {
-        let path = crate::rewrite::read::object_path(&table.location, &file.path)?;
-        live.insert(loose(path.as_ref()));
+        // A file outside the table root (a shallow clone's) is never listed for deletion.
+        if let Ok(path) = crate::rewrite::read::object_path(&table.location, &file.path) {
+            live.insert(loose(path.as_ref()));
+        }
         if let Some(descriptor) = &file.deletion_vector {
             let kernel: delta_kernel::actions::deletion_vector::DeletionVectorDescriptor =
                 descriptor

@@ -493,3 +493,37 @@ fn vacuum_deletes_exactly_the_files_no_version_needs() {
         assert_eq!(log_after, log_before, "{name}: _delta_log untouched");
     }
 }
+
+#[test]
+fn vacuum_keeps_working_beside_files_outside_the_table() {
+    // A shallow clone's files live outside its root, at absolute URIs (PROTOCOL.md "Add
+    // File and Remove File"); vacuum neither touches them nor fails on them.
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let outside = tempfile::tempdir().unwrap();
+    let mut add = fixture
+        .commit(0)
+        .into_iter()
+        .find_map(|a| a.get("add").cloned())
+        .unwrap();
+    let source = fixture.path.join(add["path"].as_str().unwrap());
+    let elsewhere = outside.path().join("elsewhere.parquet");
+    std::fs::copy(&source, &elsewhere).unwrap();
+    add["path"] = json!(url::Url::from_file_path(&elsewhere).unwrap().to_string());
+    fixture.write_commit(
+        fixture.next_version(),
+        &[
+            json!({"commitInfo": {"operation": "SHALLOW CLONE"}}),
+            json!({"add": add}),
+        ],
+    );
+    let output = cli(&[
+        "vacuum",
+        &fixture.location(),
+        "--retain",
+        "0",
+        "--risk-breaking-readers",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(elsewhere.exists());
+}
