@@ -338,21 +338,15 @@ impl TableView {
             .unwrap_or_default();
         let column_mapping = ColumnMappingMode::from_properties(&properties)?;
         let schema: StructType = state.schema().as_ref().clone();
-        let partition_typed = partition_columns
+        let partition_physical_names = partition_columns
             .iter()
             .map(|name| {
                 let field = schema.fields().find(|f| f.name() == name).ok_or_else(|| {
                     Error::Internal(format!("partition column '{name}' is not in the schema"))
                 })?;
-                Ok(PartitionColumn {
-                    name: name.clone(),
-                    physical: schema::physical_name(field, column_mapping),
-                    data_type: field.data_type().clone(),
-                })
+                Ok(schema::physical_name(field, column_mapping))
             })
             .collect::<Result<Vec<_>>>()?;
-        let partition_physical_names: Vec<String> =
-            partition_typed.iter().map(|c| c.physical.clone()).collect();
 
         let raw_paths = raw_paths(state)?;
         let mut files = Vec::with_capacity(state.log_data().num_files());
@@ -365,7 +359,11 @@ impl TableView {
             let raw_path = raw_paths.get(&add.path).cloned().ok_or_else(|| {
                 Error::Internal(format!("no raw log path for data file '{}'", add.path))
             })?;
-            files.push(DataFile::from_add(add, raw_path, &partition_typed)?);
+            files.push(DataFile::from_add(
+                add,
+                raw_path,
+                &partition_physical_names,
+            )?);
         }
         Ok(Self {
             clustering_columns: None,
@@ -453,27 +451,16 @@ impl DataFile {
         }
     }
 
-    fn from_add(add: Add, raw_path: String, partition_columns: &[PartitionColumn]) -> Result<Self> {
+    fn from_add(add: Add, raw_path: String, partition_physical_names: &[String]) -> Result<Self> {
         let size_bytes = u64::try_from(add.size).map_err(|_| {
             Error::data_file(&add.path, format!("has a negative size {}", add.size))
         })?;
-        let raw_partition_values: Vec<Option<String>> = partition_columns
+        let raw_partition_values: Vec<Option<String>> = partition_physical_names
             .iter()
-            .map(|c| add.partition_values.get(&c.physical).cloned().flatten())
+            .map(|name| add.partition_values.get(name).cloned().flatten())
             .collect();
-        for (column, value) in partition_columns.iter().zip(&raw_partition_values) {
-            if let Some(text) = value.as_deref().filter(|v| !v.is_empty())
-                && !partition_value_fits(&column.data_type, text)
-            {
-                return Err(Error::data_file(
-                    &add.path,
-                    format!(
-                        "has partition value '{text}' for column '{}', which is not a valid {} (the log is damaged or was written by a faulty writer; no value is guessed)",
-                        column.name, column.data_type
-                    ),
-                ));
-            }
-        }
+        // Values that do not parse as their column's type stop delta-kernel's log replay
+        // before this point; `log_check` then names the file (`partition_value_strict`).
         let partition_values = raw_partition_values
             .iter()
             // "An empty string for any type translates to a null partition value."
@@ -568,13 +555,6 @@ fn check_location(location: &str) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// A partition column, for reading the `partitionValues` of `add` actions.
-struct PartitionColumn {
-    name: String,
-    physical: String,
-    data_type: deltalake::kernel::DataType,
 }
 
 /// Whether a partition value's text is a value of the column's type (PROTOCOL.md
