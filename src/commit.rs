@@ -41,6 +41,7 @@ use chrono::Utc;
 use deltalake::kernel::transaction::TransactionError;
 use deltalake::kernel::{Action, Add, CommitInfo, DomainMetadata, IsolationLevel, Remove};
 use deltalake::logstore::{CommitOrBytes, LogStore};
+use object_store::ObjectStoreExt as _;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -474,6 +475,104 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
             "was taken by another writer in each of {MAX_COMMIT_ATTEMPTS} tries (no commit conflicted, but the table is too busy to win a race)"
         ),
     })
+}
+
+/// Storage option (and environment variable) by which a user accepts commits on an S3 store
+/// that does not honour conditional writes, as delta-rs names it.
+pub const AWS_S3_ALLOW_UNSAFE_RENAME: &str = "AWS_S3_ALLOW_UNSAFE_RENAME";
+/// Storage option (and environment variable) naming an S3 locking provider (delta-rs).
+pub const AWS_S3_LOCKING_PROVIDER: &str = "AWS_S3_LOCKING_PROVIDER";
+
+/// Checks, before a run writes any data file, that a commit to `table` will be an atomic
+/// put-if-absent of the next log entry (PROTOCOL.md "Delta Log Entries": "the writer must
+/// ensure that no other writer has created the same version"). Local disks, Azure and GCS
+/// create objects atomically; on S3 the commit is a PUT with `If-None-Match: *`, which some
+/// S3-compatible stores ignore (they overwrite), so it is probed: a small object under the
+/// table root is put twice with create-if-absent and the second put must be refused; the
+/// object is then deleted.
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `AWS_S3_LOCKING_PROVIDER` when it asks for DynamoDB
+/// locking (the deltalake crate no longer has it, so writers that lock through DynamoDB would
+/// not see this run's commits), or naming `AWS_S3_ALLOW_UNSAFE_RENAME` when the store ignores
+/// conditional writes and the user has not opted in to unsafe commits; [`Error::ObjectStore`]
+/// when the probe cannot be written.
+pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()> {
+    if table.source.store_kind()? != crate::table::StoreKind::S3 {
+        return Ok(());
+    }
+    let options = &table.source.storage_options;
+    if options
+        .get_or_env(AWS_S3_LOCKING_PROVIDER)
+        .is_some_and(|v| v.eq_ignore_ascii_case("dynamodb"))
+    {
+        return Err(Error::invalid_option(
+            AWS_S3_LOCKING_PROVIDER,
+            format!(
+                "is 'dynamodb', but the deltalake crate this build commits through no longer supports DynamoDB locking, so writers that lock through DynamoDB would not see this run's commit to '{}'; unset it to commit with S3 conditional writes (If-None-Match), which AWS S3 supports; nothing was written",
+                table.display_location()
+            ),
+        ));
+    }
+    let store = table.log_store.object_store(None);
+    let probe = deltalake::Path::from(format!("_delta-layout-commit-probe-{run_id}"));
+    let honoured = put_if_absent_is_honoured(store.as_ref(), &probe).await;
+    if let Err(e) = store.delete(&probe).await {
+        log::warn!(
+            "could not delete the commit probe '{probe}' under '{}': {e}",
+            table.display_location()
+        );
+    }
+    if honoured.map_err(|source| Error::ObjectStore {
+        path: probe.to_string(),
+        source: Box::new(source),
+    })? {
+        return Ok(());
+    }
+    let unsafe_ok = options
+        .get_or_env(AWS_S3_ALLOW_UNSAFE_RENAME)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if unsafe_ok {
+        log::warn!(
+            "the S3 store of '{}' does not honour conditional writes: committing anyway because {AWS_S3_ALLOW_UNSAFE_RENAME}=true; a writer committing at the same time can overwrite this commit",
+            table.display_location()
+        );
+        return Ok(());
+    }
+    Err(Error::invalid_option(
+        AWS_S3_ALLOW_UNSAFE_RENAME,
+        format!(
+            "the S3 store of '{}' does not honour conditional writes (PUT with If-None-Match: *), so two writers could both commit the same version and one commit would be lost; use a store that supports them (AWS S3 does), or set {AWS_S3_ALLOW_UNSAFE_RENAME}=true (storage option or environment) when no other writer can commit meanwhile; nothing was written",
+            table.display_location()
+        ),
+    ))
+}
+
+/// Puts `probe` twice with create-if-absent: `Ok(true)` when the second put is refused as
+/// existing, `Ok(false)` when the store overwrote the object or does not implement
+/// conditional puts.
+async fn put_if_absent_is_honoured(
+    store: &dyn deltalake::ObjectStore,
+    probe: &deltalake::Path,
+) -> std::result::Result<bool, deltalake::ObjectStoreError> {
+    use deltalake::ObjectStoreError as E;
+    let create = || object_store::PutOptions::from(object_store::PutMode::Create);
+    match store
+        .put_opts(probe, bytes::Bytes::from_static(b"1").into(), create())
+        .await
+    {
+        Ok(_) | Err(E::AlreadyExists { .. }) => {}
+        Err(E::NotImplemented { .. } | E::NotSupported { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    match store
+        .put_opts(probe, bytes::Bytes::from_static(b"2").into(), create())
+        .await
+    {
+        Err(E::AlreadyExists { .. } | E::Precondition { .. }) => Ok(true),
+        Ok(_) | Err(E::NotImplemented { .. } | E::NotSupported { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Whether commits must carry `commitInfo.inCommitTimestamp` (PROTOCOL.md "In-Commit

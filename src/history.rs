@@ -187,7 +187,10 @@ pub fn commit_info(commit: &[u8]) -> std::result::Result<Option<Value>, String> 
 /// * As [`TableView::load`]: [`Error::NotADeltaTable`], [`Error::DamagedLog`], ...
 /// * [`Error::Delta`] when a commit file cannot be read.
 /// * [`Error::DamagedLog`] when a commit file holds a line that is not JSON.
-pub async fn history(location: &str, limit: Option<usize>) -> Result<History> {
+pub async fn history(
+    location: impl Into<crate::table::TableLocation>,
+    limit: Option<usize>,
+) -> Result<History> {
     let table = TableView::load(location, None).await?;
     let store = table.log_store.clone();
     let mut commits = futures::stream::iter((0..=table.version).rev())
@@ -209,7 +212,7 @@ pub async fn history(location: &str, limit: Option<usize>) -> Result<History> {
         // Log clean-up removes the oldest commits first: none below a missing one is left.
         let Some(bytes) = bytes else { break };
         let info = commit_info(&bytes).map_err(|message| Error::DamagedLog {
-            table: location.to_string(),
+            table: table.display_location(),
             file: format!("_delta_log/{version:020}.json"),
             message,
         })?;

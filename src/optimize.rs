@@ -169,7 +169,7 @@ fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S
 /// [`rewrite`] and [`Rewritten::commit`] return. On any error nothing is committed and the
 /// files written so far are deleted.
 pub async fn optimize(
-    location: &str,
+    location: impl Into<crate::table::TableLocation>,
     options: &OptimizeOptions,
     progress: Arc<dyn Progress>,
 ) -> Result<OptimizeOutcome> {
@@ -374,6 +374,8 @@ pub async fn rewrite(
             progress,
         });
     }
+    // The commit must be an atomic put-if-absent: checked before any data file is written.
+    crate::commit::check_atomic_commits(&table, &outcome.plan.run_id).await?;
     // Clustering columns always get stats (PROTOCOL.md "Clustered Table" requires them, and
     // skipping needs them), even past delta.dataSkippingNumIndexedCols.
     let mut leaves = rewrite::stats::indexed_columns(&table)?;

@@ -199,7 +199,7 @@ pub struct SweepReport {
 /// everything `optimize` and `report` return for a combination; [`Error::Cancelled`].
 /// The table is never written to, whatever happens.
 pub async fn sweep(
-    location: &str,
+    location: impl Into<crate::table::TableLocation>,
     options: &SweepOptions,
     progress: Arc<dyn Progress>,
 ) -> Result<SweepReport> {

@@ -22,7 +22,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use deltalake::ObjectStore;
-use object_store::ObjectStoreExt as _;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -101,15 +100,27 @@ pub(crate) fn execute(
         .iter()
         .flat_map(|p| p.bins.iter().map(move |b| (b, p)))
         .collect();
-    let results: Vec<(Result<BinOutcome>, Vec<WrittenFile>)> = pool.install(|| {
+    // The first failed bin stops the run: bins not started yet are skipped (`None`), so a
+    // store that went away costs one timeout, not one per bin.
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<Option<(Result<BinOutcome>, Vec<WrittenFile>)>> = pool.install(|| {
         work.par_iter()
-            .map(|(bin, partition)| run_bin(table, plan, context, bin, partition, progress))
+            .map(|(bin, partition)| {
+                if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    return None;
+                }
+                let result = run_bin(table, plan, context, bin, partition, progress);
+                if result.0.is_err() {
+                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Some(result)
+            })
             .collect()
     });
     let mut outcomes = Vec::with_capacity(results.len());
     let mut first_error = None;
     let mut all_written = Vec::new();
-    for (result, written) in results {
+    for (result, written) in results.into_iter().flatten() {
         all_written.extend(written);
         match result {
             Ok(outcome) => outcomes.push(outcome),
@@ -134,12 +145,38 @@ pub(crate) fn delete_files(
     runtime: &tokio::runtime::Handle,
     files: &[WrittenFile],
 ) {
-    for file in files {
-        let location = deltalake::Path::parse(&file.path)
-            .unwrap_or_else(|_| deltalake::Path::from(file.path.as_str()));
-        if let Err(e) = runtime.block_on(store.delete(&location)) {
-            log::warn!("could not delete written file '{}': {e}", file.path);
-        }
+    use futures::StreamExt as _;
+    if files.is_empty() {
+        return;
+    }
+    let paths: Vec<deltalake::Path> = files
+        .iter()
+        .map(|file| {
+            deltalake::Path::parse(&file.path)
+                .unwrap_or_else(|_| deltalake::Path::from(file.path.as_str()))
+        })
+        .collect();
+    // One stream of deletes: a bulk request on S3, concurrent requests elsewhere, so a
+    // clean-up costs one round trip, not one per file (and one timeout when the store is
+    // down).
+    let failed: Vec<deltalake::ObjectStoreError> = runtime.block_on(async {
+        store
+            .delete_stream(futures::stream::iter(paths.into_iter().map(Ok)).boxed())
+            .filter_map(|result| async move {
+                match result {
+                    Ok(_) | Err(deltalake::ObjectStoreError::NotFound { .. }) => None,
+                    Err(e) => Some(e),
+                }
+            })
+            .collect()
+            .await
+    });
+    if let Some(first) = failed.first() {
+        log::warn!(
+            "{} of the {} files this run wrote could not be deleted (no commit refers to them; `vacuum` removes them once past its retention): {first}",
+            failed.len(),
+            files.len()
+        );
     }
 }
 

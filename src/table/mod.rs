@@ -10,6 +10,7 @@
 //! "Column Mapping", "Deletion Vectors", "Table Features".
 
 pub mod features;
+pub mod location;
 pub mod log_check;
 pub mod row_tracking;
 pub mod schema;
@@ -27,6 +28,7 @@ use url::Url;
 
 use crate::error::{Error, Result};
 pub use features::ProtocolInfo;
+pub use location::{StorageOptions, StoreKind, TableLocation};
 pub use schema::{ColumnMappingMode, LeafColumn};
 pub use stats::FileStats;
 
@@ -46,6 +48,9 @@ pub const PROP_COLUMN_MAPPING_MODE: &str = "delta.columnMapping.mode";
 pub struct TableView {
     /// The table's root location (a `file://` URL for local paths).
     pub location: Url,
+    /// The location and storage options the view was loaded from, to reach the same store
+    /// again (another version, a scratch table beside it).
+    pub source: TableLocation,
     /// The version this view was read at.
     pub version: u64,
     /// The logical schema (Delta types, logical names, column-mapping metadata kept).
@@ -167,36 +172,46 @@ pub struct TableTotals {
 }
 
 impl TableView {
-    /// Loads the table at `location` (a local path or a URL deltalake's object stores accept)
-    /// at `version`, or the latest version when `None`.
+    /// Loads the table at `location` (a local path, or a URI of a supported scheme with its
+    /// storage options: see [`location`]) at `version`, or the latest version when `None`.
     ///
     /// # Errors
-    /// * [`Error::NoTable`] when the location has an unsupported scheme, does not exist or
-    ///   holds no Delta log; [`Error::DamagedLog`] naming a damaged log file;
-    ///   [`Error::NotADeltaTable`] for other failures to read the log.
+    /// * [`Error::NoTable`] when the location has an unsupported scheme, does not exist,
+    ///   holds no Delta log or its object store cannot be reached; [`Error::DamagedLog`]
+    ///   naming a damaged log file; [`Error::NotADeltaTable`] for other failures to read the
+    ///   log.
     /// * [`Error::InvalidOption`] (`--version`) when the version does not exist.
     /// * [`Error::Delta`] / [`Error::Json`] when the log cannot be replayed or its stats parsed.
-    pub async fn load(location: &str, version: Option<u64>) -> Result<Self> {
-        let not_a_table = |source| Error::NotADeltaTable {
+    pub async fn load(location: impl Into<TableLocation>, version: Option<u64>) -> Result<Self> {
+        let source: TableLocation = location.into();
+        let shown = source.to_string();
+        let location = shown.as_str();
+        let not_a_table = |error| Error::NotADeltaTable {
             table: location.to_string(),
-            source: Box::new(source),
+            source: Box::new(error),
         };
-        check_location(location)?;
-        let url = deltalake::table::builder::parse_table_uri(location).map_err(not_a_table)?;
-        let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(not_a_table)?;
+        let kind = source.store_kind()?;
+        if kind == StoreKind::Local {
+            check_location(&source.uri)?;
+        }
+        let url = deltalake::table::builder::parse_table_uri(&source.uri).map_err(not_a_table)?;
+        let builder_for = || -> Result<DeltaTableBuilder> {
+            let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(not_a_table)?;
+            if !source.storage_options.is_empty() {
+                builder = builder.with_storage_options(source.storage_options.to_map());
+            }
+            Ok(builder)
+        };
+        let mut builder = builder_for()?;
         if let Some(v) = version {
             builder = builder.with_version(v);
         }
         let table = match builder.load().await {
             Ok(table) => table,
-            Err(source) => {
+            Err(error) => {
                 if let Some(v) = version {
                     // Tell a missing version apart from a missing table.
-                    if let Ok(latest) = DeltaTableBuilder::from_url(url.clone())
-                        .map_err(not_a_table)?
-                        .load()
-                        .await
-                    {
+                    if let Ok(latest) = builder_for()?.load().await {
                         return Err(Error::invalid_option(
                             "--version",
                             format!(
@@ -216,10 +231,13 @@ impl TableView {
                         message,
                     });
                 }
-                return Err(not_a_table(source));
+                if kind != StoreKind::Local {
+                    return Err(remote_load_error(&source, &url, error).await);
+                }
+                return Err(not_a_table(error));
             }
         };
-        let mut view = Self::from_table(location, &table)?;
+        let mut view = Self::from_table(location, &table, source.clone())?;
         // The log readers skip a directory where the next commit file should be, so the
         // latest version would look older than it is: name it instead.
         if version.is_none()
@@ -307,7 +325,7 @@ impl TableView {
         .filter(|columns| !columns.is_empty()))
     }
 
-    fn from_table(location: &str, table: &DeltaTable) -> Result<Self> {
+    fn from_table(location: &str, table: &DeltaTable, source: TableLocation) -> Result<Self> {
         let state = table
             .snapshot()
             .map_err(|e| Error::delta(format!("reading the snapshot of '{location}'"), e))?;
@@ -369,6 +387,7 @@ impl TableView {
             clustering_columns: None,
             row_tracking: None,
             location: table.table_url().clone(),
+            source,
             version,
             schema,
             partition_columns,
@@ -494,12 +513,10 @@ impl DataFile {
     }
 }
 
-/// URI schemes this build reads and writes, in the order error messages list them. Plain
-/// paths are local files.
-pub const SUPPORTED_SCHEMES: &[&str] = &["file"];
+pub use location::SUPPORTED_SCHEMES;
 
-/// Says, in the user's words, why `location` is not a table, before deltalake is asked:
-/// an unsupported scheme, a missing path, a directory without `_delta_log`, a log with no
+/// Says, in the user's words, why the local path `location` is not a table, before
+/// deltalake is asked: a missing path, a directory without `_delta_log`, a log with no
 /// commit or checkpoint.
 ///
 /// # Errors
@@ -509,23 +526,11 @@ fn check_location(location: &str) -> Result<()> {
         table: location.to_string(),
         message,
     };
-    let path = match location.split_once("://") {
-        Some((scheme, _)) if !scheme.contains(['/', '\\']) => {
-            let scheme = scheme.to_ascii_lowercase();
-            if !SUPPORTED_SCHEMES.contains(&scheme.as_str()) {
-                return Err(no(format!(
-                    "has the URI scheme '{scheme}', which this build does not support (supported: {}, or a plain local path)",
-                    SUPPORTED_SCHEMES.join(", ")
-                )));
-            }
-            match Url::parse(location)
-                .ok()
-                .and_then(|u| u.to_file_path().ok())
-            {
-                Some(path) => path,
-                None => return Ok(()),
-            }
-        }
+    let path = match Url::parse(location) {
+        Ok(url) if url.scheme() == "file" => match url.to_file_path() {
+            Ok(path) => path,
+            Err(()) => return Ok(()),
+        },
         _ => std::path::PathBuf::from(location),
     };
     if !path.exists() {
@@ -555,6 +560,43 @@ fn check_location(location: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Why a table in an object store could not be loaded, in the user's words: the store
+/// cannot be reached (or refuses the credentials), or it holds nothing under `_delta_log/`.
+async fn remote_load_error(
+    source: &TableLocation,
+    url: &Url,
+    error: deltalake::DeltaTableError,
+) -> Error {
+    use futures::StreamExt as _;
+    let table = source.to_string();
+    let root = match deltalake::logstore::store_for(url, source.storage_options.to_map()) {
+        Ok(store) => store,
+        Err(e) => {
+            return Error::NoTable {
+                table,
+                message: format!("cannot be opened with the storage options given: {e}"),
+            };
+        }
+    };
+    // The store is rooted at the table.
+    let prefix = deltalake::Path::from("_delta_log");
+    let mut listing = root.list(Some(&prefix));
+    match listing.next().await {
+        None => Error::NoTable {
+            table,
+            message: "is not a Delta table: nothing is stored under its _delta_log/".into(),
+        },
+        Some(Err(e)) => Error::NoTable {
+            table,
+            message: format!("cannot be read from its object store: {e}"),
+        },
+        Some(Ok(_)) => Error::NotADeltaTable {
+            table,
+            source: Box::new(error),
+        },
+    }
 }
 
 /// Whether a partition value's text is a value of the column's type (PROTOCOL.md

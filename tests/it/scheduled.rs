@@ -161,8 +161,11 @@ fn locations_that_are_not_tables_say_why() {
         ),
         (file.display().to_string(), "is a file"),
         (missing.display().to_string(), "does not exist"),
-        ("s3://bucket/table".to_string(), "URI scheme 's3'"),
-        ("foo://x/y".to_string(), "supported: file"),
+        ("hdfs://namenode/table".to_string(), "URI scheme 'hdfs'"),
+        (
+            "foo://x/y".to_string(),
+            "supported: file, s3, s3a, az, azure, adl, abfs, abfss, gs",
+        ),
     ];
     for (location, needle) in cases {
         for command in ["inspect", "optimize", "report"] {

@@ -10,6 +10,12 @@ pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+    /// A setting of the table's object store, as delta-rs' `storage_options` takes it
+    /// (repeatable): `AWS_ENDPOINT_URL=http://127.0.0.1:9000`, `AWS_REGION=eu-west-1`,
+    /// `AZURE_STORAGE_ACCOUNT_NAME=...`, `GOOGLE_SERVICE_ACCOUNT=key.json`. Keys not given are
+    /// read from the environment under the same names. Values are never printed.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE", global = true)]
+    pub storage_options: Vec<String>,
 }
 
 /// The commands.

@@ -216,6 +216,12 @@ fn run() -> anyhow::Result<ExitCode> {
     };
     let mut cli = cli;
     split_column_lists(&mut cli.command)?;
+    let storage = delta_layout::table::StorageOptions::parse(
+        cli.storage_options.iter().map(String::as_str),
+    )?;
+    let at = |uri: &str| {
+        delta_layout::table::TableLocation::new(uri).with_storage_options(storage.clone())
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -223,8 +229,7 @@ fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Inspect(args) => {
             let target = config::size("--target-size", args.target_size.as_deref())?;
-            let table = runtime.block_on(delta_layout::table::TableView::load(
-                &args.table,
+            let table = runtime.block_on(delta_layout::table::TableView::load(at(&args.table),
                 args.version,
             ))?;
             let report = delta_layout::inspect::inspect(&table, target)?;
@@ -237,8 +242,7 @@ fn run() -> anyhow::Result<ExitCode> {
         }
         Command::Report(args) => {
             let (options, lines) = config::report_options(&args)?;
-            let table = runtime.block_on(delta_layout::table::TableView::load(
-                &args.table,
+            let table = runtime.block_on(delta_layout::table::TableView::load(at(&args.table),
                 args.version,
             ))?;
             if let Some(path) = &args.html {
@@ -261,8 +265,7 @@ fn run() -> anyhow::Result<ExitCode> {
             }
             if let Some(other) = args.compare {
                 let other = runtime
-                    .block_on(delta_layout::table::TableView::load(
-                        &args.table,
+                    .block_on(delta_layout::table::TableView::load(at(&args.table),
                         Some(other),
                     ))
                     .map_err(|e| rename_version_option(e, "--compare"))?;
@@ -303,7 +306,7 @@ fn run() -> anyhow::Result<ExitCode> {
         }
         Command::Vacuum(args) => {
             let table =
-                runtime.block_on(delta_layout::table::TableView::load(&args.table, None))?;
+                runtime.block_on(delta_layout::table::TableView::load(at(&args.table), None))?;
             let options = delta_layout::vacuum::VacuumOptions::default()
                 .with_retain_hours(args.retain)
                 .with_dry_run(args.dry_run)
@@ -317,7 +320,7 @@ fn run() -> anyhow::Result<ExitCode> {
         }
         Command::Sweep(args) => {
             let table =
-                runtime.block_on(delta_layout::table::TableView::load(&args.table, None))?;
+                runtime.block_on(delta_layout::table::TableView::load(at(&args.table), None))?;
             let mut options = config::sweep_options(&args, table.clustering_columns.as_deref())?;
             if let Some(path) = &args.html {
                 check_html_path(path, &table)?;
@@ -332,7 +335,7 @@ fn run() -> anyhow::Result<ExitCode> {
             let progress: Arc<dyn delta_layout::progress::Progress> =
                 progress::BarProgress::new(args.quiet);
             let report =
-                runtime.block_on(delta_layout::sweep::sweep(&args.table, &options, progress))?;
+                runtime.block_on(delta_layout::sweep::sweep(at(&args.table), &options, progress))?;
             if let Some(path) = &args.html {
                 write_html(path, &delta_layout::sweep::html(&report))?;
             }
@@ -344,7 +347,7 @@ fn run() -> anyhow::Result<ExitCode> {
         }
         Command::History(args) => {
             let history = runtime.block_on(delta_layout::history::history(
-                &args.table,
+                at(&args.table),
                 args.limit.map(std::num::NonZeroUsize::get),
             ))?;
             if args.json {
@@ -356,8 +359,8 @@ fn run() -> anyhow::Result<ExitCode> {
         }
         Command::Verify(args) => {
             let (a, b) = runtime.block_on(async {
-                let a = delta_layout::table::TableView::load(&args.table, args.version).await?;
-                let b = delta_layout::table::TableView::load(&args.table, Some(args.compare))
+                let a = delta_layout::table::TableView::load(at(&args.table), args.version).await?;
+                let b = delta_layout::table::TableView::load(at(&args.table), Some(args.compare))
                     .await
                     .map_err(|e| rename_version_option(e, "--compare"))?;
                 Ok::<_, delta_layout::Error>((a, b))
@@ -395,7 +398,7 @@ fn run() -> anyhow::Result<ExitCode> {
             // follow a committed rewrite with only a warning.
             if let Some(columns) = &report_columns {
                 let table =
-                    runtime.block_on(delta_layout::table::TableView::load(&location, None))?;
+                    runtime.block_on(delta_layout::table::TableView::load(at(&location), None))?;
                 for column in columns {
                     let path = delta_layout::column::parse_path(column)
                         .map_err(|m| delta_layout::Error::invalid_option("--columns", m))?;
@@ -407,7 +410,7 @@ fn run() -> anyhow::Result<ExitCode> {
             let progress: Arc<dyn delta_layout::progress::Progress> =
                 progress::BarProgress::new(quiet);
             let outcome = runtime.block_on(delta_layout::optimize::optimize(
-                &location, &options, progress,
+                at(&location), &options, progress,
             ))?;
             if !json {
                 // The commit line first: the report below may take a while.
@@ -423,13 +426,12 @@ fn run() -> anyhow::Result<ExitCode> {
                         .or_else(|| outcome.plan.clustering.as_ref().map(|c| c.columns.clone()))
                         .unwrap_or_default();
                     let result = runtime.block_on(async {
-                        let before = delta_layout::table::TableView::load(
-                            &location,
+                        let before = delta_layout::table::TableView::load(at(&location),
                             Some(outcome.read_version),
                         )
                         .await?;
                         let after =
-                            delta_layout::table::TableView::load(&location, Some(version)).await?;
+                            delta_layout::table::TableView::load(at(&location), Some(version)).await?;
                         Ok::<_, delta_layout::Error>((before, after))
                     });
                     let result = result.and_then(|(before, after)| {
