@@ -312,6 +312,12 @@ def run_store(store, binary, testdata):
     check(f"{kind}: verify proves the same rows", "same rows" in out.stdout or "equal" in out.stdout.lower(), out.stdout)
     out = cli(store, binary, "report", events, "--columns", "id,x", "--json", check_rc=0)
     check(f"{kind}: report reads the log", json.loads(out.stdout)["version"] == v2)
+    out = cli(store, binary, "vacuum", events, "--retain", "0", "--risk-breaking-readers", "--json",
+              check_rc=0)
+    deleted = json.loads(out.stdout)
+    check(f"{kind}: vacuum deletes the rewritten files, the rows stay",
+          rows(store, events)[0] == before and len(store.keys("events")) < inspected["files"] + 10,
+          json.dumps(deleted)[:300])
     out = cli(store, binary, "history", events, "--json", check_rc=0)
     check(f"{kind}: history lists both runs", len(json.loads(out.stdout)["runs"]) == 2, out.stdout[:300])
 

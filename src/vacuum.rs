@@ -241,6 +241,7 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
     let delta_error = |context: &str, e| Error::delta(context.to_string(), e);
     let loaded = DeltaTableBuilder::from_url(table.location.clone())
         .map_err(|e| delta_error("opening the table for vacuum", e))?
+        .with_storage_options(table.source.storage_options.to_map())
         .with_version(table.version)
         .load()
         .await

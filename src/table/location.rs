@@ -243,7 +243,7 @@ fn scheme_of(uri: &str) -> Option<String> {
 }
 
 /// `uri` fit for messages: a password in the authority and the query string (an Azure SAS
-/// token, for example) replaced by `<redacted>`.
+/// token, for example) replaced by `redacted`.
 #[must_use]
 pub fn redact_uri(uri: &str) -> String {
     let Ok(mut url) = Url::parse(uri) else {
@@ -253,10 +253,10 @@ pub fn redact_uri(uri: &str) -> String {
         return uri.to_string();
     }
     if url.password().is_some() {
-        let _ = url.set_password(Some("<redacted>"));
+        let _ = url.set_password(Some("redacted"));
     }
     if url.query().is_some() {
-        url.set_query(Some("<redacted>"));
+        url.set_query(Some("redacted"));
     }
     url.to_string()
 }
@@ -306,11 +306,11 @@ mod tests {
     fn uris_in_messages_hide_secrets() {
         assert_eq!(
             redact_uri("az://c/t?sv=2020&sig=SECRET"),
-            "az://c/t?<redacted>"
+            "az://c/t?redacted"
         );
         assert_eq!(
             redact_uri("s3://user:SECRET@bucket/t"),
-            "s3://user:%3Credacted%3E@bucket/t"
+            "s3://user:redacted@bucket/t"
         );
         assert_eq!(redact_uri("s3://bucket/t"), "s3://bucket/t");
         assert_eq!(redact_uri("/tmp/a b"), "/tmp/a b");

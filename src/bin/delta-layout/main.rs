@@ -216,9 +216,8 @@ fn run() -> anyhow::Result<ExitCode> {
     };
     let mut cli = cli;
     split_column_lists(&mut cli.command)?;
-    let storage = delta_layout::table::StorageOptions::parse(
-        cli.storage_options.iter().map(String::as_str),
-    )?;
+    let storage =
+        delta_layout::table::StorageOptions::parse(cli.storage_options.iter().map(String::as_str))?;
     let at = |uri: &str| {
         delta_layout::table::TableLocation::new(uri).with_storage_options(storage.clone())
     };
@@ -229,7 +228,8 @@ fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Inspect(args) => {
             let target = config::size("--target-size", args.target_size.as_deref())?;
-            let table = runtime.block_on(delta_layout::table::TableView::load(at(&args.table),
+            let table = runtime.block_on(delta_layout::table::TableView::load(
+                at(&args.table),
                 args.version,
             ))?;
             let report = delta_layout::inspect::inspect(&table, target)?;
@@ -242,7 +242,8 @@ fn run() -> anyhow::Result<ExitCode> {
         }
         Command::Report(args) => {
             let (options, lines) = config::report_options(&args)?;
-            let table = runtime.block_on(delta_layout::table::TableView::load(at(&args.table),
+            let table = runtime.block_on(delta_layout::table::TableView::load(
+                at(&args.table),
                 args.version,
             ))?;
             if let Some(path) = &args.html {
@@ -265,7 +266,8 @@ fn run() -> anyhow::Result<ExitCode> {
             }
             if let Some(other) = args.compare {
                 let other = runtime
-                    .block_on(delta_layout::table::TableView::load(at(&args.table),
+                    .block_on(delta_layout::table::TableView::load(
+                        at(&args.table),
                         Some(other),
                     ))
                     .map_err(|e| rename_version_option(e, "--compare"))?;
@@ -334,8 +336,11 @@ fn run() -> anyhow::Result<ExitCode> {
             }
             let progress: Arc<dyn delta_layout::progress::Progress> =
                 progress::BarProgress::new(args.quiet);
-            let report =
-                runtime.block_on(delta_layout::sweep::sweep(at(&args.table), &options, progress))?;
+            let report = runtime.block_on(delta_layout::sweep::sweep(
+                at(&args.table),
+                &options,
+                progress,
+            ))?;
             if let Some(path) = &args.html {
                 write_html(path, &delta_layout::sweep::html(&report))?;
             }
@@ -410,7 +415,9 @@ fn run() -> anyhow::Result<ExitCode> {
             let progress: Arc<dyn delta_layout::progress::Progress> =
                 progress::BarProgress::new(quiet);
             let outcome = runtime.block_on(delta_layout::optimize::optimize(
-                at(&location), &options, progress,
+                at(&location),
+                &options,
+                progress,
             ))?;
             if !json {
                 // The commit line first: the report below may take a while.
@@ -426,12 +433,14 @@ fn run() -> anyhow::Result<ExitCode> {
                         .or_else(|| outcome.plan.clustering.as_ref().map(|c| c.columns.clone()))
                         .unwrap_or_default();
                     let result = runtime.block_on(async {
-                        let before = delta_layout::table::TableView::load(at(&location),
+                        let before = delta_layout::table::TableView::load(
+                            at(&location),
                             Some(outcome.read_version),
                         )
                         .await?;
                         let after =
-                            delta_layout::table::TableView::load(at(&location), Some(version)).await?;
+                            delta_layout::table::TableView::load(at(&location), Some(version))
+                                .await?;
                         Ok::<_, delta_layout::Error>((before, after))
                     });
                     let result = result.and_then(|(before, after)| {
