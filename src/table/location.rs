@@ -261,6 +261,66 @@ pub fn redact_uri(uri: &str) -> String {
     url.to_string()
 }
 
+/// Whether the storage option or environment variable `key` holds a secret (a key, token,
+/// password, SAS or client secret) by its name.
+#[must_use]
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_uppercase();
+    [
+        "SECRET",
+        "TOKEN",
+        "PASSWORD",
+        "SAS",
+        "ACCOUNT_KEY",
+        "ACCESS_KEY",
+        "PRIVATE_KEY",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+        && !key.ends_with("_ID")
+}
+
+/// `text` with every secret replaced by `redacted`: the values of secret storage options
+/// ([`is_secret_key`]) given here or in the environment, and the signature of a SAS or
+/// presigned URL (`sig=...`, `X-Amz-Signature=...`). For messages built by dependencies,
+/// which may quote a request URL.
+#[must_use]
+pub fn redact_secrets(text: &str, options: &StorageOptions) -> String {
+    let mut secrets: Vec<String> = options
+        .0
+        .iter()
+        .filter(|(k, _)| is_secret_key(k))
+        .map(|(_, v)| v.clone())
+        .chain(
+            std::env::vars()
+                .filter(|(k, _)| {
+                    (k.starts_with("AWS_") || k.starts_with("AZURE_") || k.starts_with("GOOGLE_"))
+                        && is_secret_key(k)
+                })
+                .map(|(_, v)| v),
+        )
+        .filter(|v| v.len() >= 4)
+        .collect();
+    // Longer first, so a secret that holds another is replaced whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut out = text.to_string();
+    for secret in &secrets {
+        out = out.replace(secret.as_str(), "redacted");
+    }
+    for marker in ["sig=", "X-Amz-Signature=", "x-amz-signature="] {
+        let mut from = 0;
+        while let Some(at) = out[from..].find(marker) {
+            let start = from + at + marker.len();
+            let end = out[start..]
+                .find(|c: char| c == '&' || c.is_whitespace() || c == '"' || c == '\'')
+                .map_or(out.len(), |e| start + e);
+            out.replace_range(start..end, "redacted");
+            from = start + "redacted".len();
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +360,23 @@ mod tests {
         // A value may itself hold '=' (base64 keys, SAS tokens).
         let options = StorageOptions::parse(["AZURE_STORAGE_SAS_KEY=a=b&c=d"]).unwrap();
         assert_eq!(options.get("AZURE_STORAGE_SAS_KEY"), Some("a=b&c=d"));
+    }
+
+    #[test]
+    fn messages_lose_their_secrets() {
+        let options = StorageOptions::new()
+            .with("AWS_SECRET_ACCESS_KEY", "hunter2-secret")
+            .with("AWS_ACCESS_KEY_ID", "AKIDVISIBLE")
+            .with("AWS_ENDPOINT_URL", "http://127.0.0.1:9000");
+        let text = "GET http://127.0.0.1:9000/b?sv=2020&sig=abc%2Fdef&se=1 failed with key hunter2-secret (AKIDVISIBLE)";
+        assert_eq!(
+            redact_secrets(text, &options),
+            "GET http://127.0.0.1:9000/b?sv=2020&sig=redacted&se=1 failed with key redacted (AKIDVISIBLE)"
+        );
+        assert!(is_secret_key("azure_storage_sas_key"));
+        assert!(is_secret_key("AZURE_CLIENT_SECRET"));
+        assert!(!is_secret_key("AWS_ACCESS_KEY_ID"));
+        assert!(!is_secret_key("AWS_REGION"));
     }
 
     #[test]

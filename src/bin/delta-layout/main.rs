@@ -30,7 +30,11 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // A closed stderr must not turn an error into a panic.
-            let _ = writeln!(std::io::stderr(), "delta-layout: {}", one_line(&err));
+            let _ = writeln!(
+                std::io::stderr(),
+                "delta-layout: {}",
+                progress::redact(&one_line(&err))
+            );
             ExitCode::from(exit_code(&err))
         }
     }
@@ -218,6 +222,8 @@ fn run() -> anyhow::Result<ExitCode> {
     split_column_lists(&mut cli.command)?;
     let storage =
         delta_layout::table::StorageOptions::parse(cli.storage_options.iter().map(String::as_str))?;
+    // Messages of dependencies may quote a signed URL or a credential: printed redacted.
+    progress::set_storage_options(storage.clone());
     let at = |uri: &str| {
         delta_layout::table::TableLocation::new(uri).with_storage_options(storage.clone())
     };

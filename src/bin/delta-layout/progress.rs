@@ -40,7 +40,7 @@ impl log::Log for Logger {
         } else {
             ""
         };
-        let print = || eprintln!("delta-layout: {kind}{}", record.args());
+        let print = || eprintln!("delta-layout: {kind}{}", redact(&record.args().to_string()));
         match BARS.get() {
             Some(bars) => bars.suspend(print),
             None => print(),
@@ -175,4 +175,19 @@ impl Drop for BarProgress {
         self.remove(&self.run);
         self.remove_phases(|_| true);
     }
+}
+
+/// The storage options of this run, whose secret values [`redact`] removes.
+static STORAGE_OPTIONS: std::sync::OnceLock<delta_layout::table::StorageOptions> =
+    std::sync::OnceLock::new();
+
+/// Records the run's storage options for [`redact`] (once; later calls are ignored).
+pub fn set_storage_options(options: delta_layout::table::StorageOptions) {
+    let _ = STORAGE_OPTIONS.set(options);
+}
+
+/// `text` without secrets (see `delta_layout::table::location::redact_secrets`).
+pub fn redact(text: &str) -> String {
+    let empty = delta_layout::table::StorageOptions::new();
+    delta_layout::table::location::redact_secrets(text, STORAGE_OPTIONS.get().unwrap_or(&empty))
 }
