@@ -33,6 +33,7 @@ pub struct OptimizeOptions {
     threads: usize,
     sample: Option<(f64, u64)>,
     codec: rewrite::write::Codec,
+    files_of: Option<TableView>,
 }
 
 impl OptimizeOptions {
@@ -94,6 +95,16 @@ impl OptimizeOptions {
     #[must_use]
     pub fn with_dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
+        self
+    }
+
+    /// Reads the files the table names by absolute URI inside `source`'s root (data files and
+    /// `p` deletion vectors) from `source`'s object store: a `sweep` scratch table of a table
+    /// in an object store refers to the source's files this way (PROTOCOL.md "Add File and
+    /// Remove File": paths may be absolute URIs, as in shallow clones).
+    #[must_use]
+    pub fn with_files_of(mut self, source: Option<TableView>) -> Self {
+        self.files_of = source;
         self
     }
 
@@ -363,6 +374,10 @@ pub async fn rewrite(
     };
     let mut reader = Reader::for_table(&table)?;
     reader.sample = options.sample;
+    reader.foreign = options
+        .files_of
+        .as_ref()
+        .map(rewrite::read::Foreign::of);
     reader.cancel = Some(options.cancel.clone());
     if options.dry_run || outcome.plan.is_empty() {
         return Ok(Rewritten {

@@ -10,8 +10,10 @@
 //!
 //! **Scratch tables.** A scratch table has a log of its own (the source's schema,
 //! partitioning and properties in one commit whose `add` actions are the source's) and
-//! symbolic links to the source's data and deletion vector files, so nothing is copied and
-//! nothing of the source is ever written: new files go into the scratch directory's own
+//! symbolic links to the source's data and deletion vector files (for a table in an object
+//! store: `add` paths and deletion vector paths that are absolute URIs of the source's
+//! files, read from the source's store), so nothing is copied and nothing of the source is
+//! ever written: new files go into the scratch directory's own
 //! (real) partition directories. Each combination is built with `optimize` (every file
 //! rewritten, at the target size; curves with `full`), measured, then removed. The scratch
 //! root (a temporary directory unless `--scratch`) is removed at the end, on failure, and on
@@ -263,15 +265,9 @@ pub async fn sweep(
         crate::report::bounds::Pruner::new(&table, predicate)
             .map_err(|e| Error::invalid_option("--predicates", format!("'{predicate}': {e}")))?;
     }
-    let source_root = table.location.to_file_path().map_err(|()| {
-        Error::invalid_option(
-            "TABLE",
-            format!(
-                "sweep needs a table on the local file system, not '{}'",
-                table.location
-            ),
-        )
-    })?;
+    // A local table is mirrored by symbolic links; a table in an object store is referred to
+    // by absolute URIs from a local scratch log (nothing is copied either way).
+    let source_root = table.location.to_file_path().ok();
     let totals = table.totals();
     #[expect(clippy::cast_precision_loss, reason = "a fraction")]
     let fraction = options.sample.unwrap_or_else(|| {
@@ -281,8 +277,8 @@ pub async fn sweep(
             1.0
         }
     });
-    let scratch = Scratch::new(options.scratch.as_deref(), &source_root)?;
-    let log = scratch_log(&table)?;
+    let scratch = Scratch::new(options.scratch.as_deref(), source_root.as_deref())?;
+    let log = scratch_log(&table, source_root.is_none())?;
 
     let mut combinations: Vec<(Combination, u64)> = Vec::new();
     let mut workload: Option<Vec<Predicate>> = None;
@@ -311,7 +307,11 @@ pub async fn sweep(
             let dir = scratch
                 .path
                 .join(format!("combination-{}", combinations.len()));
-            mirror(&source_root, &dir)?;
+            match &source_root {
+                Some(root) => mirror(root, &dir)?,
+                None => std::fs::create_dir_all(dir.join("_delta_log"))
+                    .map_err(|e| scratch_error(&dir, &e))?,
+            }
             std::fs::write(dir.join("_delta_log").join(format!("{:020}.json", 0)), &log)
                 .map_err(|e| scratch_error(&dir, &e))?;
             let built = Instant::now();
@@ -328,7 +328,8 @@ pub async fn sweep(
                 .with_plan(plan)
                 .with_memory_limit(options.memory_limit_bytes)
                 .with_cancel(options.cancel.clone())
-                .with_sample((fraction < 1.0).then_some((fraction, options.report.seed)));
+                .with_sample((fraction < 1.0).then_some((fraction, options.report.seed)))
+                .with_files_of(source_root.is_none().then(|| table.clone()));
             let location = dir.display().to_string();
             optimize(&location, &build, progress.clone())
                 .await
@@ -562,12 +563,23 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(parent: Option<&Path>, source: &Path) -> Result<Self> {
+    fn new(parent: Option<&Path>, source: Option<&Path>) -> Result<Self> {
         let temp = match parent {
+            Some(dir) if dir.to_string_lossy().contains("://") => {
+                return Err(Error::invalid_option(
+                    "--scratch",
+                    format!(
+                        "'{}' is a URI: scratch tables are built in a local directory (a table in an object store is read from there by absolute URIs)",
+                        dir.display()
+                    ),
+                ));
+            }
             Some(dir) => {
-                let canonical_source = source
-                    .canonicalize()
-                    .unwrap_or_else(|_| source.to_path_buf());
+                let canonical_source = source.map(|source| {
+                    source
+                        .canonicalize()
+                        .unwrap_or_else(|_| source.to_path_buf())
+                });
                 // Resolve the nearest existing ancestor first: nothing is created inside the
                 // table, not even the directory that would be refused.
                 let mut existing = dir.to_path_buf();
@@ -590,7 +602,10 @@ impl Scratch {
                 for name in rest.iter().rev() {
                     canonical.push(name);
                 }
-                if canonical.starts_with(&canonical_source) {
+                if canonical_source
+                    .as_ref()
+                    .is_some_and(|source| canonical.starts_with(source))
+                {
                     return Err(Error::invalid_option(
                         "--scratch",
                         format!("'{}' is inside the table", dir.display()),
@@ -657,9 +672,49 @@ fn link(original: &Path, link: &Path) -> Result<()> {
         .map_err(|e| scratch_error(link, &e))
 }
 
+/// Rewrites an `add` of `table`'s `file` to name its data file and deletion vector by
+/// absolute URI.
+fn absolute_paths(
+    table: &TableView,
+    file: &crate::table::DataFile,
+    add: &mut serde_json::Map<String, Value>,
+) -> Result<()> {
+    let root = table.location.as_str().trim_end_matches('/');
+    if !file.raw_path.contains("://") {
+        add.insert("path".into(), json!(format!("{root}/{}", file.raw_path)));
+    }
+    if let Some(descriptor) = &file.deletion_vector {
+        let kernel: delta_kernel::actions::deletion_vector::DeletionVectorDescriptor = descriptor
+            .clone()
+            .try_into()
+            .map_err(|e: delta_kernel::Error| {
+                Error::data_file(
+                    &file.path,
+                    format!("has a deletion vector descriptor that does not parse: {e}"),
+                )
+            })?;
+        let base = format!("{root}/");
+        let base = url::Url::parse(&base).map_err(|e| Error::Internal(e.to_string()))?;
+        if let Some(url) = kernel.absolute_path(&base).map_err(|e| {
+            Error::data_file(
+                &file.path,
+                format!("has a deletion vector whose path cannot be resolved: {e}"),
+            )
+        })? && let Some(Value::Object(dv)) = add.get_mut("deletionVector")
+        {
+            dv.insert("storageType".into(), json!("p"));
+            dv.insert("pathOrInlineDv".into(), json!(url.to_string()));
+        }
+    }
+    Ok(())
+}
+
 /// The scratch table's first commit: the source's protocol (less row tracking and
-/// clustering), schema, partitioning and properties, and its `add` actions.
-fn scratch_log(table: &TableView) -> Result<String> {
+/// clustering), schema, partitioning and properties, and its `add` actions. With `absolute`
+/// (a source in an object store), every `add` names the source's file by its absolute URI,
+/// and a deletion vector stored beside the table (`u`) by its absolute path (`p`), as
+/// PROTOCOL.md "Deletion Vector Descriptor Schema" defines them.
+fn scratch_log(table: &TableView, absolute: bool) -> Result<String> {
     const LEFT_OUT: [&str; 4] = ["rowTracking", "clustering", "liquid", "domainMetadata"];
     let keep = |features: &[String]| -> Vec<String> {
         features
@@ -716,6 +771,9 @@ fn scratch_log(table: &TableView) -> Result<String> {
             });
             fields.insert("path".into(), json!(file.raw_path));
             fields.remove("tags");
+            if absolute {
+                absolute_paths(table, file, fields)?;
+            }
         }
         lines.push(json!({ "add": add }).to_string());
     }

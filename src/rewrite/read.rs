@@ -46,6 +46,35 @@ pub(crate) struct Reader {
     pub sample: Option<(f64, u64)>,
     /// When set, a read stops between decoded batches with [`Error::Cancelled`].
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Another table whose files this table names by absolute URI (a sweep's scratch table).
+    pub foreign: Option<Foreign>,
+}
+
+/// The object store of another table, for files named by absolute URIs inside its root.
+#[derive(Clone)]
+pub(crate) struct Foreign {
+    /// The other table's root URL, with a trailing `/`.
+    root: String,
+    store: Arc<dyn ObjectStore>,
+    storage: Arc<dyn StorageHandler>,
+}
+
+impl Foreign {
+    /// The store of `table`'s files.
+    pub(crate) fn of(table: &TableView) -> Self {
+        Self {
+            root: format!("{}/", table.location.as_str().trim_end_matches('/')),
+            store: table.log_store.object_store(None),
+            storage: table.log_store.engine(None).storage_handler(),
+        }
+    }
+
+    /// The path of `path` (an absolute URI) inside this root, decoded, if it is inside.
+    fn path_of(&self, path: &str) -> Option<Path> {
+        let rest = path.strip_prefix(&self.root)?;
+        let decoded = percent_encoding::percent_decode_str(rest).decode_utf8_lossy();
+        Some(Path::parse(decoded.as_ref()).unwrap_or_else(|_| Path::from(decoded.as_ref())))
+    }
 }
 
 impl Reader {
@@ -78,6 +107,7 @@ impl Reader {
             materialize_row_tracking: materialized.is_some(),
             sample: None,
             cancel: None,
+            foreign: None,
         })
     }
 }
@@ -150,11 +180,15 @@ impl Reader {
         if self.is_cancelled() {
             return Err(Error::Cancelled);
         }
-        let location = object_path(&self.table_url, &file.path)?;
+        let foreign = self.foreign_path(&file.path);
+        let (store, location) = match foreign {
+            Some((foreign, path)) => (&foreign.store, path),
+            None => (&self.store, object_path(&self.table_url, &file.path)?),
+        };
         let bytes = self
             .runtime
             .block_on(async {
-                let got = self.store.get(&location).await?;
+                let got = store.get(&location).await?;
                 got.bytes().await
             })
             .map_err(|source| {
@@ -288,6 +322,16 @@ impl Reader {
             .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
+    /// The other table and the object path of `path`, when it is an absolute URI inside the
+    /// other table's root.
+    fn foreign_path(&self, path: &str) -> Option<(&Foreign, Path)> {
+        let foreign = self.foreign.as_ref()?;
+        if !path.contains("://") {
+            return None;
+        }
+        foreign.path_of(path).map(|p| (foreign, p))
+    }
+
     fn deleted_rows(&self, file: &DataFile) -> Result<Option<roaring::RoaringTreemap>> {
         let Some(descriptor) = &file.deletion_vector else {
             return Ok(None);
@@ -304,8 +348,13 @@ impl Reader {
                     e,
                 )
             })?;
+        // A file of another table: its `p` deletion vector is read from that table's store.
+        let storage = match self.foreign_path(&file.path) {
+            Some((foreign, _)) => foreign.storage.clone(),
+            None => self.storage.clone(),
+        };
         let treemap = kernel
-            .read(self.storage.clone(), &self.table_url)
+            .read(storage, &self.table_url)
             .map_err(|e| bad("has a deletion vector that cannot be read".into(), e))?;
         Ok(Some(treemap))
     }
