@@ -31,6 +31,7 @@ pub struct OptimizeOptions {
     spill_directory: Option<std::path::PathBuf>,
     verify: bool,
     threads: usize,
+    read_concurrency: Option<usize>,
     sample: Option<(f64, u64)>,
     codec: rewrite::write::Codec,
     files_of: Option<TableView>,
@@ -59,6 +60,15 @@ impl OptimizeOptions {
     #[must_use]
     pub fn with_threads(mut self, threads: usize) -> Self {
         self.threads = threads;
+        self
+    }
+
+    /// Files a compaction worker fetches at once (`--read-concurrency`): a bounded prefetch of
+    /// at most this many files and [`rewrite::read::PREFETCH_BYTES`] beyond the first.
+    /// Defaults to [`rewrite::read::DEFAULT_READ_CONCURRENCY`]; 0 counts as 1.
+    #[must_use]
+    pub fn with_read_concurrency(mut self, files: usize) -> Self {
+        self.read_concurrency = Some(files.max(1));
         self
     }
 
@@ -374,10 +384,7 @@ pub async fn rewrite(
     };
     let mut reader = Reader::for_table(&table)?;
     reader.sample = options.sample;
-    reader.foreign = options
-        .files_of
-        .as_ref()
-        .map(rewrite::read::Foreign::of);
+    reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
     reader.cancel = Some(options.cancel.clone());
     if options.dry_run || outcome.plan.is_empty() {
         return Ok(Rewritten {
@@ -417,6 +424,9 @@ pub async fn rewrite(
         rewrite::leftovers::remove_stale_commit_staging(&root, rewrite::leftovers::STAGING_MAX_AGE);
     }
     let context = RewriteContext {
+        read_concurrency: options
+            .read_concurrency
+            .unwrap_or(rewrite::read::DEFAULT_READ_CONCURRENCY),
         leaves,
         with_tight_bounds: table
             .protocol

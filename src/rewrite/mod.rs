@@ -60,6 +60,8 @@ pub(crate) struct RewriteContext {
     pub leaves: Vec<crate::table::LeafColumn>,
     pub with_tight_bounds: bool,
     pub threads: usize,
+    /// Files a compaction worker fetches at once.
+    pub read_concurrency: usize,
     pub cancel: Arc<AtomicBool>,
     pub memory_limit_bytes: u64,
     pub spill_directory: Option<std::path::PathBuf>,
@@ -268,20 +270,21 @@ fn compact(
     let mut writer = write::RollingWriter::new(config);
     let result = (|| {
         let mut rows = 0u64;
-        for &index in &bin.files {
-            if context.cancel.load(Ordering::Relaxed) {
-                return Err(Error::Cancelled);
-            }
-            let file = &table.files[index];
-            for batch in context.reader.read(file)? {
-                if context.cancel.load(Ordering::Relaxed) {
-                    return Err(Error::Cancelled);
+        let files: Vec<&crate::table::DataFile> =
+            bin.files.iter().map(|&index| &table.files[index]).collect();
+        context
+            .reader
+            .read_each(&files, context.read_concurrency, |file, batches| {
+                for batch in batches {
+                    if context.cancel.load(Ordering::Relaxed) {
+                        return Err(Error::Cancelled);
+                    }
+                    rows += batch.num_rows() as u64;
+                    writer.write(&batch)?;
                 }
-                rows += batch.num_rows() as u64;
-                writer.write(&batch)?;
-            }
-            progress.file_done(file.size_bytes);
-        }
+                progress.file_done(file.size_bytes);
+                Ok(())
+            })?;
         writer.finish()?;
         Ok(rows)
     })();

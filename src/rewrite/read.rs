@@ -30,6 +30,12 @@ use crate::table::{ColumnMappingMode, DataFile, TableView};
 /// Rows per decoded batch.
 pub const READ_BATCH_ROWS: usize = 8192;
 
+/// Files whose bytes a compaction fetches at once by default (`--read-concurrency`).
+pub const DEFAULT_READ_CONCURRENCY: usize = 8;
+
+/// Bytes a prefetch holds beyond its first file: 256 MiB.
+pub const PREFETCH_BYTES: u64 = 256 << 20;
+
 /// What reading needs from the table, shared by every worker thread.
 #[derive(Clone)]
 pub(crate) struct Reader {
@@ -180,29 +186,83 @@ impl Reader {
         if self.is_cancelled() {
             return Err(Error::Cancelled);
         }
+        let bytes = self.runtime.block_on(self.fetch(file))?;
+        self.decode(file, bytes)
+    }
+
+    /// Reads `files` in order, fetching up to `concurrency` of them at once (a bounded
+    /// prefetch: object stores answer each GET after tens of milliseconds, so a run of small
+    /// files is read at the latency of one). Each file is decoded as [`Reader::read`] does;
+    /// `each` gets the file and its batches. At most `concurrency` files' bytes (and never
+    /// more than [`PREFETCH_BYTES`] beyond the first) are held at once.
+    ///
+    /// # Errors
+    /// The first error of a fetch, a decode or `each`.
+    pub(crate) fn read_each<'a>(
+        &self,
+        files: &[&'a DataFile],
+        concurrency: usize,
+        mut each: impl FnMut(&'a DataFile, Vec<RecordBatch>) -> Result<()>,
+    ) -> Result<()> {
+        use futures::StreamExt as _;
+        let mut start = 0;
+        while start < files.len() {
+            if self.is_cancelled() {
+                return Err(Error::Cancelled);
+            }
+            // The next chunk: up to `concurrency` files and PREFETCH_BYTES (at least one).
+            let mut end = start + 1;
+            let mut bytes = files[start].size_bytes;
+            while end < files.len()
+                && end - start < concurrency.max(1)
+                && bytes.saturating_add(files[end].size_bytes) <= PREFETCH_BYTES
+            {
+                bytes += files[end].size_bytes;
+                end += 1;
+            }
+            let chunk = &files[start..end];
+            let fetched: Vec<Result<bytes::Bytes>> = self.runtime.block_on(
+                futures::stream::iter(chunk.iter().map(|file| self.fetch(file)))
+                    .buffered(concurrency.max(1))
+                    .collect(),
+            );
+            for (file, bytes) in chunk.iter().zip(fetched) {
+                let batches = self.decode(file, bytes?)?;
+                each(file, batches)?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// The bytes of `file`, from the table's store (or the other table's, see [`Foreign`]).
+    async fn fetch(&self, file: &DataFile) -> Result<bytes::Bytes> {
         let foreign = self.foreign_path(&file.path);
         let (store, location) = match foreign {
             Some((foreign, path)) => (&foreign.store, path),
             None => (&self.store, object_path(&self.table_url, &file.path)?),
         };
-        let bytes = self
-            .runtime
-            .block_on(async {
-                let got = store.get(&location).await?;
-                got.bytes().await
-            })
-            .map_err(|source| {
-                let message = if matches!(source, deltalake::ObjectStoreError::NotFound { .. }) {
-                    "is missing: the log lists it but storage does not have it"
-                } else {
-                    "cannot be read from storage"
-                };
-                Error::DataFile {
-                    path: file.path.clone(),
-                    message: message.into(),
-                    source: Some(Box::new(source)),
-                }
-            })?;
+        async {
+            let got = store.get(&location).await?;
+            got.bytes().await
+        }
+        .await
+        .map_err(|source| {
+            let message = if matches!(source, deltalake::ObjectStoreError::NotFound { .. }) {
+                "is missing: the log lists it but storage does not have it"
+            } else {
+                "cannot be read from storage"
+            };
+            Error::DataFile {
+                path: file.path.clone(),
+                message: message.into(),
+                source: Some(Box::new(source)),
+            }
+        })
+    }
+
+    /// Decodes the bytes of `file` (see [`Reader::read`]).
+    fn decode(&self, file: &DataFile, bytes: bytes::Bytes) -> Result<Vec<RecordBatch>> {
         let corrupt = |source: deltalake::parquet::errors::ParquetError| Error::DataFile {
             path: file.path.clone(),
             message: "is not a readable Parquet file".into(),

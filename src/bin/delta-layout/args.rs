@@ -325,6 +325,16 @@ pub struct OptimizeArgs {
         help_heading = "Execution"
     )]
     pub threads: usize,
+    /// Files a compaction worker fetches at once (a bounded prefetch, at most 256 MiB beyond
+    /// the first file): object stores answer each GET after tens of milliseconds.
+    #[arg(
+        long,
+        value_name = "NUM",
+        default_value_t = delta_layout::rewrite::read::DEFAULT_READ_CONCURRENCY,
+        value_parser = read_concurrency,
+        help_heading = "Execution"
+    )]
+    pub read_concurrency: usize,
     /// Print one JSON object instead of text.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
@@ -341,6 +351,15 @@ fn threads(text: &str) -> Result<usize, String> {
         .ok()
         .filter(|n| *n <= max)
         .ok_or_else(|| format!("must be a whole number from 0 (one thread per core) to {max}"))
+}
+
+/// `--read-concurrency`: a whole number from 1 to 256.
+fn read_concurrency(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=256).contains(n))
+        .ok_or_else(|| "must be a whole number from 1 to 256".to_string())
 }
 
 #[cfg(test)]

@@ -121,6 +121,7 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_plan(plan)
         .with_memory_limit(memory_limit)
         .with_threads(args.threads)
+        .with_read_concurrency(args.read_concurrency)
         .with_dry_run(args.dry_run)
         .with_verify(args.verify))
 }
