@@ -111,7 +111,8 @@ def main():
                         shutil.rmtree(copy)
         print(f"| run (median of {rounds}) | disk s | S3 (moto) s | S3 / disk |")
         print("|---|---|---|---|")
-        names = sorted({k.split(" | ")[0] for k in results}, key=lambda n: (not n.startswith("report"), n))
+        names = sorted({k.split(" | ")[0] for k in results},
+                       key=lambda n: (not n.startswith("report"), int(n.split()[-1]) if n[-1].isdigit() else 0))
         for name in names:
             disk = statistics.median(results[f"{name} | disk"])
             s3 = statistics.median(results[f"{name} | s3"])
