@@ -20,6 +20,9 @@ On each server:
     or duplicated;
   * a conflicting delete committed during an `optimize`: exit 3, nothing committed, and no
     object of the run left behind;
+  * S3, through a proxy that drops the answer to a put the server kept: the commit's (its
+    retry refused as existing, or no retry at all) and a data file's; the run commits once
+    and the table reads the same rows;
   * the server stopped (SIGSTOP) in the middle of a run: exit 2 with a message naming the
     storage failure, and (once resumed) a table that reads the same rows at the same version.
 
@@ -215,6 +218,75 @@ class Store:
         self.log.close()
 
 
+class LossyProxy:
+    """An HTTP proxy in front of the S3 server that forwards every request and, for the first
+    successful PUT whose path matches `pattern`, drops the answer: a 500 (`mode` "500") or a
+    closed connection ("close"). The object is stored; the client does not know it."""
+
+    def __init__(self, upstream_port, pattern, mode):
+        import http.client
+        import http.server
+        import re
+        import socketserver
+
+        tripped = {"n": 0}
+        lock = threading.Lock()
+        regex = re.compile(pattern)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def forward(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
+                upstream.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+                answer = upstream.getresponse()
+                data = answer.read()
+                with lock:
+                    trip = (self.command == "PUT" and regex.search(self.path.split("?")[0])
+                            and answer.status < 300 and tripped["n"] == 0)
+                    if trip:
+                        tripped["n"] += 1
+                if trip and mode == "close":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if trip:
+                    message = b"<Error><Code>InternalError</Code></Error>"
+                    self.send_response(500)
+                    self.send_header("Content-Length", str(len(message)))
+                    self.end_headers()
+                    self.wfile.write(message)
+                    return
+                self.send_response(answer.status)
+                for k, v in answer.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                # A HEAD answer has no body but the object's length.
+                length = answer.getheader("Content-Length") if self.command == "HEAD" else None
+                self.send_header("Content-Length", length or str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.tripped = tripped
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
 def cli(store, binary, *args, check_rc=None, timeout=600):
     out = subprocess.run(
         [binary, *args, *store.cli_options], capture_output=True, text=True, env=store.env,
@@ -329,8 +401,8 @@ def run_store(store, binary, testdata):
         keys_before = store.keys("events")
         out = cli(store, binary, "optimize", events, "--hilbert", "x", "--full",
                   "--storage-option=conditional_put=disabled")
-        check("s3: no conditional writes: refused, exit 2, naming AWS_S3_ALLOW_UNSAFE_RENAME",
-              out.returncode == 2 and "AWS_S3_ALLOW_UNSAFE_RENAME" in out.stderr,
+        check("s3: no conditional puts: refused, exit 2, naming the option",
+              out.returncode == 2 and "conditional_put" in out.stderr,
               f"exit {out.returncode}: {out.stderr}")
         out = cli(store, binary, "optimize", events, "--hilbert", "x", "--full",
                   "--storage-option=AWS_S3_LOCKING_PROVIDER=dynamodb")
@@ -338,6 +410,41 @@ def run_store(store, binary, testdata):
               out.returncode == 2 and "AWS_S3_LOCKING_PROVIDER" in out.stderr,
               f"exit {out.returncode}: {out.stderr}")
         check("s3: the refused runs wrote nothing", store.keys("events") == keys_before)
+
+    if kind == "s3":
+        # Answers lost after the store kept the object: the commit's own put (the retry is
+        # refused as existing), a data file's put, and the commit's put with no retry at all.
+        cases = [
+            ("lost-commit-answer", r"/_delta_log/\d{20}\.json$", "500", [], 0),
+            ("lost-data-answer", r"\.parquet$", "500", [], 0),
+            ("lost-commit-no-retry", r"/_delta_log/\d{20}\.json$", "close",
+             ["--storage-option=max_retries=0"], 0),
+        ]
+        for name, pattern, mode, extra, expected_rc in cases:
+            uri = f"{store.root}/{name}"
+            write_events(store, uri, appends=6, rows_each=50)
+            before, v0 = rows(store, uri)
+            proxy = LossyProxy(store.port, pattern, mode)
+            options = [o for o in store.cli_options if "AWS_ENDPOINT_URL" not in o]
+            options.append(f"--storage-option=AWS_ENDPOINT_URL=http://127.0.0.1:{proxy.port}")
+            out = subprocess.run([binary, "optimize", uri, "--no-report", *options, *extra],
+                                 capture_output=True, text=True, env=store.env, timeout=300)
+            proxy.stop()
+            try:
+                after, v1 = rows(store, uri)
+                readable = True
+            except Exception as e:  # noqa: BLE001 (an unreadable table is the failure)
+                after, v1, readable = None, None, repr(e)
+            check(f"s3: {name}: the answer was lost ({proxy.tripped['n']} put)", proxy.tripped["n"] == 1)
+            check(f"s3: {name}: exit {expected_rc}", out.returncode == expected_rc,
+                  f"exit {out.returncode}: {out.stderr[-400:]}")
+            check(f"s3: {name}: the table reads the same rows", readable is True and after == before,
+                  f"{readable}")
+            if expected_rc == 0:
+                check(f"s3: {name}: committed once", v1 == v0 + 1, f"{v0} -> {v1}")
+            else:
+                check(f"s3: {name}: the message says the commit may have landed",
+                      "may or may not have landed" in out.stderr, out.stderr[-400:])
 
     # A table with deletion vectors, uploaded byte for byte.
     source = Path(testdata) / "dv-with-checkpoints"

@@ -444,6 +444,11 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
                 let mut next = version;
                 loop {
                     match log_store.read_commit_entry(next).await {
+                        // Our own commit: a put that landed but whose answer was lost, and
+                        // whose retry was refused as existing (the bytes hold this run's id).
+                        Ok(Some(winner)) if next == version && winner == bytes => {
+                            return Ok(version);
+                        }
                         Ok(Some(winner)) => {
                             check_winning_commit(table, next, &winner, &rewritten, tracks_rows)?;
                             next += 1;
@@ -460,10 +465,18 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
                 bytes = at_version(version).await?;
             }
             Err(e) => {
-                return Err(Error::delta(
-                    format!("committing version {version}"),
-                    e.into(),
-                ));
+                // The put failed without a clear answer: it may still have landed (a lost
+                // response, a timeout). Read the entry back: ours means committed.
+                match log_store.read_commit_entry(version).await {
+                    Ok(Some(entry)) if entry == bytes => return Ok(version),
+                    Ok(Some(_)) => continue, // another writer's: checked as a lost race
+                    _ => {}
+                }
+                return Err(Error::CommitOutcomeUnknown {
+                    table: table.display_location(),
+                    version,
+                    source: Box::new(e.into()),
+                });
             }
         }
     }
@@ -494,9 +507,10 @@ pub const AWS_S3_LOCKING_PROVIDER: &str = "AWS_S3_LOCKING_PROVIDER";
 /// # Errors
 /// [`Error::InvalidOption`] naming `AWS_S3_LOCKING_PROVIDER` when it asks for DynamoDB
 /// locking (the deltalake crate no longer has it, so writers that lock through DynamoDB would
-/// not see this run's commits), or naming `AWS_S3_ALLOW_UNSAFE_RENAME` when the store ignores
-/// conditional writes and the user has not opted in to unsafe commits; [`Error::ObjectStore`]
-/// when the probe cannot be written.
+/// not see this run's commits); naming `--storage-option` when the client has conditional
+/// puts switched off, or when the store ignores them and the user has not opted in to unsafe
+/// commits with `AWS_S3_ALLOW_UNSAFE_RENAME`; [`Error::ObjectStore`] when the probe cannot
+/// be written.
 pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()> {
     if table.source.store_kind()? != crate::table::StoreKind::S3 {
         return Ok(());
@@ -523,38 +537,63 @@ pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()>
             table.display_location()
         );
     }
-    if honoured.map_err(|source| Error::ObjectStore {
+    match honoured.map_err(|source| Error::ObjectStore {
         path: probe.to_string(),
         source: Box::new(source),
     })? {
-        return Ok(());
+        Probe::Honoured => Ok(()),
+        Probe::Unsupported => Err(Error::invalid_option(
+            "--storage-option",
+            format!(
+                "the S3 client of '{}' has conditional puts switched off (conditional_put=disabled?), and every commit of the deltalake crate is a conditional put: remove that option; nothing was written",
+                table.display_location()
+            ),
+        )),
+        Probe::Ignored
+            if options
+                .get_or_env(AWS_S3_ALLOW_UNSAFE_RENAME)
+                .is_some_and(|v| is_truthy(&v)) =>
+        {
+            log::warn!(
+                "the S3 store of '{}' ignores conditional writes: committing anyway because {AWS_S3_ALLOW_UNSAFE_RENAME} is set; a writer committing at the same time can overwrite this commit",
+                table.display_location()
+            );
+            Ok(())
+        }
+        Probe::Ignored => Err(Error::invalid_option(
+            "--storage-option",
+            format!(
+                "the S3 store of '{}' ignores conditional writes (PUT with If-None-Match: *), so two writers could both commit the same version and one commit would be lost; use a store that supports them (AWS S3 does), or set {AWS_S3_ALLOW_UNSAFE_RENAME}=true (storage option or environment) when no other writer can commit meanwhile; nothing was written",
+                table.display_location()
+            ),
+        )),
     }
-    let unsafe_ok = options
-        .get_or_env(AWS_S3_ALLOW_UNSAFE_RENAME)
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    if unsafe_ok {
-        log::warn!(
-            "the S3 store of '{}' does not honour conditional writes: committing anyway because {AWS_S3_ALLOW_UNSAFE_RENAME}=true; a writer committing at the same time can overwrite this commit",
-            table.display_location()
-        );
-        return Ok(());
-    }
-    Err(Error::invalid_option(
-        AWS_S3_ALLOW_UNSAFE_RENAME,
-        format!(
-            "the S3 store of '{}' does not honour conditional writes (PUT with If-None-Match: *), so two writers could both commit the same version and one commit would be lost; use a store that supports them (AWS S3 does), or set {AWS_S3_ALLOW_UNSAFE_RENAME}=true (storage option or environment) when no other writer can commit meanwhile; nothing was written",
-            table.display_location()
-        ),
-    ))
 }
 
-/// Puts `probe` twice with create-if-absent: `Ok(true)` when the second put is refused as
-/// existing, `Ok(false)` when the store overwrote the object or does not implement
-/// conditional puts.
+/// Whether a storage option's value means yes, as delta-rs reads them.
+fn is_truthy(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "on" | "yes" | "y"
+    )
+}
+
+/// What the store did with a second create-if-absent put of the same object.
+#[derive(Debug, PartialEq, Eq)]
+enum Probe {
+    /// Refused it: commits are atomic.
+    Honoured,
+    /// Overwrote the object: commits can overwrite each other.
+    Ignored,
+    /// The client or store has no conditional puts at all: no commit can be made.
+    Unsupported,
+}
+
+/// Puts `probe` twice with create-if-absent and says what the store did with the second.
 async fn put_if_absent_is_honoured(
     store: &dyn deltalake::ObjectStore,
     probe: &deltalake::Path,
-) -> std::result::Result<bool, deltalake::ObjectStoreError> {
+) -> std::result::Result<Probe, deltalake::ObjectStoreError> {
     use deltalake::ObjectStoreError as E;
     let create = || object_store::PutOptions::from(object_store::PutMode::Create);
     match store
@@ -562,15 +601,16 @@ async fn put_if_absent_is_honoured(
         .await
     {
         Ok(_) | Err(E::AlreadyExists { .. }) => {}
-        Err(E::NotImplemented { .. } | E::NotSupported { .. }) => return Ok(false),
+        Err(E::NotImplemented { .. } | E::NotSupported { .. }) => return Ok(Probe::Unsupported),
         Err(e) => return Err(e),
     }
     match store
         .put_opts(probe, bytes::Bytes::from_static(b"2").into(), create())
         .await
     {
-        Err(E::AlreadyExists { .. } | E::Precondition { .. }) => Ok(true),
-        Ok(_) | Err(E::NotImplemented { .. } | E::NotSupported { .. }) => Ok(false),
+        Err(E::AlreadyExists { .. } | E::Precondition { .. }) => Ok(Probe::Honoured),
+        Ok(_) => Ok(Probe::Ignored),
+        Err(E::NotImplemented { .. } | E::NotSupported { .. }) => Ok(Probe::Unsupported),
         Err(e) => Err(e),
     }
 }

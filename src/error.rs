@@ -4,7 +4,7 @@
 //!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`].
 //! * **Table state** (the user or another writer changed or owns the table):
 //!   [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
-//!   [`Error::ConcurrentModification`], [`Error::DataFile`].
+//!   [`Error::ConcurrentModification`], [`Error::CommitOutcomeUnknown`], [`Error::DataFile`].
 //! * **I/O and formats** (storage or a library below us failed): [`Error::Delta`],
 //!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`].
 //! * **[`Error::Cancelled`]**: the user stopped the run.
@@ -119,6 +119,22 @@ pub enum Error {
         winning_version: u64,
         /// What the winning commit did, e.g. "removed file 'part-0001.parquet'".
         reason: String,
+    },
+    /// The put of the commit failed without a clear answer (a lost response, a timeout) and
+    /// the entry could not be read back: the commit may yet land. The files this run wrote are
+    /// kept, so that a commit that landed stays readable; if `version` is not this run's
+    /// commit (its `commitInfo` lacks this run's `delta-layout.runId`), `vacuum` removes them.
+    #[error(
+        "the commit of version {version} of '{table}' failed without a clear answer from the store, so it may or may not have landed; the files this run wrote were kept (if version {version} is not this run's commit, vacuum removes them)"
+    )]
+    CommitOutcomeUnknown {
+        /// The table location.
+        table: String,
+        /// The version the commit was put at.
+        version: u64,
+        /// The store's error.
+        #[source]
+        source: Box<DeltaTableError>,
     },
     /// A data file of the table is missing, unreadable, or does not match its log entry.
     #[error("data file '{path}' {message}")]

@@ -246,7 +246,8 @@ impl Rewritten {
     ///
     /// # Errors
     /// [`Error::ConcurrentModification`] or [`Error::Delta`] from [`commit::commit`]; the
-    /// written files are deleted first.
+    /// written files are deleted first. [`Error::CommitOutcomeUnknown`] when the commit may
+    /// have landed: the written files are kept.
     pub async fn commit(self) -> Result<OptimizeOutcome> {
         let Self {
             table,
@@ -268,6 +269,8 @@ impl Rewritten {
                 progress.phase_finished(Scope::Run, Phase::Commit);
                 version
             }
+            // The commit may have landed: its files must stay.
+            Err(e @ Error::CommitOutcomeUnknown { .. }) => return Err(e),
             Err(e) => {
                 let written: Vec<WrittenFile> =
                     outcomes.iter().flat_map(|o| o.written.clone()).collect();

@@ -6,6 +6,7 @@
 //! `part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet`, inside the partition's directory
 //! ([`crate::plan::PartitionPlan::directory`]).
 
+use object_store::ObjectStoreExt as _;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -258,16 +259,46 @@ impl RollingWriter {
         })?;
         let size_bytes = bytes.len() as u64;
         let location = Path::parse(&path).unwrap_or_else(|_| Path::from(path.as_str()));
-        self.runtime
-            .block_on(self.store.put_opts(
-                &location,
-                bytes.into(),
-                object_store::PutOptions::from(object_store::PutMode::Create),
-            ))
-            .map_err(|source| Error::ObjectStore {
+        let put = self.runtime.block_on(async {
+            match self
+                .store
+                .put_opts(
+                    &location,
+                    bytes.into(),
+                    object_store::PutOptions::from(object_store::PutMode::Create),
+                )
+                .await
+            {
+                Ok(_) => Ok(()),
+                // A retried put whose first attempt landed (its answer was lost): the name is
+                // this run's and random, so an object of this very size is that attempt.
+                Err(object_store::Error::AlreadyExists { .. }) => {
+                    match self.store.head(&location).await {
+                        Ok(meta) if meta.size == size_bytes => Ok(()),
+                        Ok(_) => Err(object_store::Error::AlreadyExists {
+                            path: path.clone(),
+                            source: "an object of another size has this run's file name".into(),
+                        }),
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            }
+        });
+        if let Err(source) = put {
+            // The put may have stored the object before failing: listed for the clean-up.
+            self.written.push(WrittenFile {
                 path: path.clone(),
+                size_bytes,
+                num_records: 0,
+                stats_json: String::new(),
+                tags: BTreeMap::new(),
+            });
+            return Err(Error::ObjectStore {
+                path,
                 source: Box::new(source),
-            })?;
+            });
+        }
         self.written.push(WrittenFile {
             path,
             size_bytes,
@@ -290,7 +321,6 @@ mod tests {
     use deltalake::arrow::array::{Int64Array, StringArray};
     use deltalake::arrow::datatypes::{DataType, Field, Schema};
     use deltalake::kernel::{DataType as DeltaType, PrimitiveType};
-    use object_store::ObjectStoreExt as _;
 
     #[test]
     fn rolls_files_at_the_target_and_keeps_every_row() {

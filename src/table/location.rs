@@ -177,6 +177,46 @@ impl TableLocation {
         }
     }
 
+    /// Checks the settings the store clients would choke on (they panic on some): a value
+    /// with a control character (a newline in a region or key), or an endpoint (a key naming
+    /// `ENDPOINT`) that is not an `http://` or `https://` URL with a host. Options given and
+    /// `AWS_*`, `AZURE_*` and `GOOGLE_*` environment variables are checked; values are never
+    /// shown.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the key.
+    pub fn check_settings(&self) -> Result<()> {
+        let given = self
+            .storage_options
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()));
+        let environment = std::env::vars().filter(|(k, _)| {
+            k.starts_with("AWS_") || k.starts_with("AZURE_") || k.starts_with("GOOGLE_")
+        });
+        for (key, value) in given.chain(environment) {
+            if value.chars().any(char::is_control) {
+                return Err(Error::invalid_option(
+                    key,
+                    "holds a control character (a newline?); storage settings are one line",
+                ));
+            }
+            if key.to_ascii_uppercase().contains("ENDPOINT") {
+                let fine = Url::parse(value.trim()).is_ok_and(|url| {
+                    matches!(url.scheme(), "http" | "https")
+                        && url.host_str().is_some_and(|h| !h.is_empty())
+                });
+                if !fine {
+                    return Err(Error::invalid_option(
+                        key,
+                        "is not an http:// or https:// URL with a host (for example http://127.0.0.1:9000)",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The lower-case URI scheme, `None` for a plain local path.
     #[must_use]
     pub fn scheme(&self) -> Option<String> {
@@ -360,6 +400,30 @@ mod tests {
         // A value may itself hold '=' (base64 keys, SAS tokens).
         let options = StorageOptions::parse(["AZURE_STORAGE_SAS_KEY=a=b&c=d"]).unwrap();
         assert_eq!(options.get("AZURE_STORAGE_SAS_KEY"), Some("a=b&c=d"));
+    }
+
+    #[test]
+    fn settings_the_clients_choke_on_are_refused() {
+        let at = |key: &str, value: &str| {
+            TableLocation::new("s3://b/t")
+                .with_storage_options(StorageOptions::new().with(key, value))
+                .check_settings()
+        };
+        assert!(at("AWS_ENDPOINT_URL", "http://127.0.0.1:9000").is_ok());
+        for bad in ["127.0.0.1:9000", "http://", "http://[::1", "ftp://host"] {
+            let err = at("AWS_ENDPOINT_URL", bad).unwrap_err().to_string();
+            // The message names the key and never shows the value.
+            assert_eq!(
+                err,
+                "invalid value for AWS_ENDPOINT_URL: is not an http:// or https:// URL with a host (for example http://127.0.0.1:9000)",
+                "{bad}"
+            );
+        }
+        let err = at("AWS_REGION", "us-east-1\nx").unwrap_err().to_string();
+        assert!(
+            err.contains("AWS_REGION") && err.contains("control"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -193,6 +193,8 @@ impl TableView {
         let kind = source.store_kind()?;
         if kind == StoreKind::Local {
             check_location(&source.uri)?;
+        } else {
+            source.check_settings()?;
         }
         let url = deltalake::table::builder::parse_table_uri(&source.uri).map_err(not_a_table)?;
         let builder_for = || -> Result<DeltaTableBuilder> {
@@ -440,7 +442,8 @@ impl TableView {
         {
             return path.display().to_string();
         }
-        self.location.to_string()
+        // A SAS token or a password in the URI never reaches output.
+        location::redact_uri(self.location.as_str())
     }
 }
 
