@@ -95,6 +95,25 @@ fn bad_options_name_the_option() {
         &["optimize", "{}", "--target-size", "1.5"],
         &["--target-size", "whole number"],
     );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--temp-dir", "/nonexistent/spill"],
+        &[
+            "--temp-dir",
+            "/nonexistent/spill",
+            "not an existing local directory",
+        ],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--read-concurrency", "0"],
+        &["--read-concurrency", "1 to 256"],
+    );
+    expect_error(
+        &fixture,
+        &["inspect", "{}", "--storage-option", "AWS_SECRET_ACCESS_KEY"],
+        &["--storage-option", "KEY=VALUE"],
+    );
     let longs = Fixture::copy("delta-rs-small-appends");
     expect_error(
         &longs,

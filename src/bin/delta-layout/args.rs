@@ -287,10 +287,15 @@ pub struct OptimizeArgs {
     /// Memory a clustering run may buffer (units: 512MiB, 4GB, or bytes).
     ///
     /// A partition whose rows do not fit is clustered out of core through spill files in
-    /// the temporary directory; they are removed on success and on failure. Defaults to a
+    /// --temp-dir; they are removed on success and on failure. Defaults to a
     /// quarter of physical memory.
     #[arg(long, value_name = "SIZE", help_heading = "Curve")]
     pub memory_limit: Option<String>,
+    /// Local directory for the spill files of out-of-core clustering (default: the system
+    /// temporary directory, TMPDIR). Spill files stay on local disk also for tables in
+    /// object stores.
+    #[arg(long, value_name = "DIR", help_heading = "Curve")]
+    pub temp_dir: Option<std::path::PathBuf>,
     /// Print the plan and write nothing.
     #[arg(long, help_heading = "Planning")]
     pub dry_run: bool,

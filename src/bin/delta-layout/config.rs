@@ -108,6 +108,15 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_clustering(clustering(&args)?);
     plan.validate()?;
     let memory_limit = size("--memory-limit", args.memory_limit.as_deref())?;
+    if let Some(dir) = &args.temp_dir
+        && !dir.is_dir()
+    {
+        return Err(delta_layout::Error::invalid_option(
+            "--temp-dir",
+            format!("'{}' is not an existing local directory", dir.display()),
+        )
+        .into());
+    }
     if memory_limit == Some(0) {
         anyhow::bail!(delta_layout::Error::invalid_option(
             "--memory-limit",
@@ -120,6 +129,7 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_codec(codec)
         .with_plan(plan)
         .with_memory_limit(memory_limit)
+        .with_spill_directory(args.temp_dir.clone())
         .with_threads(args.threads)
         .with_read_concurrency(args.read_concurrency)
         .with_dry_run(args.dry_run)
