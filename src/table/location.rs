@@ -25,6 +25,19 @@ pub const SUPPORTED_SCHEMES: &[&str] = &[
     "file", "s3", "s3a", "az", "azure", "adl", "abfs", "abfss", "gs",
 ];
 
+/// Settings (upper case) that hold a store's endpoint URL: `object_store`'s keys and the
+/// environment variables delta-rs reads. Flags such as `AWS_USE_FIPS_ENDPOINT=true` are not
+/// among them.
+pub const ENDPOINT_KEYS: &[&str] = &[
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ENDPOINT",
+    "ENDPOINT",
+    "ENDPOINT_URL",
+    "AZURE_STORAGE_ENDPOINT",
+    "AZURE_ENDPOINT",
+];
+
 /// The object store family behind a scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -178,30 +191,38 @@ impl TableLocation {
     }
 
     /// Checks the settings the store clients would choke on (they panic on some): a value
-    /// with a control character (a newline in a region or key), or an endpoint (a key naming
-    /// `ENDPOINT`) that is not an `http://` or `https://` URL with a host. Options given and
-    /// `AWS_*`, `AZURE_*` and `GOOGLE_*` environment variables are checked; values are never
-    /// shown.
+    /// with a control character (a newline in a region or key id), or an endpoint
+    /// ([`ENDPOINT_KEYS`]) that is not an `http://` or `https://` URL with a host. Options
+    /// given and the environment variables of the table's store (`AWS_*` for S3, `AZURE_*`
+    /// for Azure) are checked; Google settings are not, since a service account key is
+    /// multi-line JSON. Values are never shown.
     ///
     /// # Errors
-    /// [`Error::InvalidOption`] naming the key.
+    /// [`Error::NoTable`] for an unsupported scheme; [`Error::InvalidOption`] naming the key.
     pub fn check_settings(&self) -> Result<()> {
+        let prefix = match self.store_kind()? {
+            StoreKind::S3 => "AWS_",
+            StoreKind::Azure => "AZURE_",
+            StoreKind::Gcs | StoreKind::Local => return Ok(()),
+        };
         let given = self
             .storage_options
             .0
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()));
-        let environment = std::env::vars().filter(|(k, _)| {
-            k.starts_with("AWS_") || k.starts_with("AZURE_") || k.starts_with("GOOGLE_")
-        });
+        let environment = std::env::vars().filter(|(k, _)| k.starts_with(prefix));
         for (key, value) in given.chain(environment) {
+            let upper = key.to_ascii_uppercase();
+            if upper.starts_with("GOOGLE_") {
+                continue;
+            }
             if value.chars().any(char::is_control) {
                 return Err(Error::invalid_option(
                     key,
                     "holds a control character (a newline?); storage settings are one line",
                 ));
             }
-            if key.to_ascii_uppercase().contains("ENDPOINT") {
+            if ENDPOINT_KEYS.contains(&upper.as_str()) {
                 let fine = Url::parse(value.trim()).is_ok_and(|url| {
                     matches!(url.scheme(), "http" | "https")
                         && url.host_str().is_some_and(|h| !h.is_empty())
