@@ -64,7 +64,7 @@ impl OptimizeOptions {
     }
 
     /// Files a compaction worker fetches at once (`--read-concurrency`): a bounded prefetch of
-    /// at most this many files and [`rewrite::read::PREFETCH_BYTES`] beyond the first.
+    /// at most this many files and [`rewrite::read::PREFETCH_BYTES`] at once (or one larger file).
     /// Defaults to [`rewrite::read::DEFAULT_READ_CONCURRENCY`]; 0 counts as 1.
     #[must_use]
     pub fn with_read_concurrency(mut self, files: usize) -> Self {

@@ -33,7 +33,7 @@ pub const READ_BATCH_ROWS: usize = 8192;
 /// Files whose bytes a compaction fetches at once by default (`--read-concurrency`).
 pub const DEFAULT_READ_CONCURRENCY: usize = 8;
 
-/// Bytes a prefetch holds beyond its first file: 256 MiB.
+/// Bytes a prefetch holds at once: 256 MiB (or its first file alone, when larger).
 pub const PREFETCH_BYTES: u64 = 256 << 20;
 
 /// What reading needs from the table, shared by every worker thread.
@@ -193,8 +193,8 @@ impl Reader {
     /// Reads `files` in order, fetching up to `concurrency` of them at once (a bounded
     /// prefetch: object stores answer each GET after tens of milliseconds, so a run of small
     /// files is read at the latency of one). Each file is decoded as [`Reader::read`] does;
-    /// `each` gets the file and its batches. At most `concurrency` files' bytes (and never
-    /// more than [`PREFETCH_BYTES`] beyond the first) are held at once.
+    /// `each` gets the file and its batches. At most `concurrency` files' bytes, and at most
+    /// [`PREFETCH_BYTES`] (or one file when it alone is larger), are held at once.
     ///
     /// # Errors
     /// The first error of a fetch, a decode or `each`.

@@ -330,8 +330,8 @@ pub struct OptimizeArgs {
         help_heading = "Execution"
     )]
     pub threads: usize,
-    /// Files a compaction worker fetches at once (a bounded prefetch, at most 256 MiB beyond
-    /// the first file): object stores answer each GET after tens of milliseconds.
+    /// Files a compaction worker fetches at once (a bounded prefetch: at most 256 MiB at once, or
+    /// one larger file): object stores answer each GET after tens of milliseconds.
     #[arg(
         long,
         value_name = "NUM",
