@@ -4,7 +4,7 @@
 # and a Hilbert clustering of a partitioned table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== building delta-layout (the first build compiles deltalake and Arrow: 10 to 15 minutes on two cores)"
+echo "== building delta-layout (the first build compiles deltalake, its S3/Azure/GCS stores and Arrow: 15 to 20 minutes on two cores)"
 cargo build --bin delta-layout
 dl() { cargo run --quiet --bin delta-layout -- "$@"; }
 work=$(mktemp -d)
