@@ -1,7 +1,7 @@
 //! The library's error type, grouped by who must act on it.
 //!
 //! * **Bad input** (the user fixes the command line): [`Error::InvalidOption`],
-//!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`].
+//!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`], [`Error::WorkOrder`].
 //! * **Table state** (the user or another writer changed or owns the table):
 //!   [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
 //!   [`Error::ConcurrentModification`], [`Error::CommitOutcomeUnknown`], [`Error::DataFile`].
@@ -52,6 +52,16 @@ pub enum Error {
         message: String,
     },
 
+    /// A work order or a bin result ([`crate::workorder`]) that cannot be used: unreadable,
+    /// of an unknown format version, altered since it was made, or not belonging to the plan
+    /// it is given with. Names the document and what is wrong with it.
+    #[error("{document} {message}")]
+    WorkOrder {
+        /// The document, as `work order 'plan.json'`, `result document 'r.json'` or `the result of bin 3`.
+        document: String,
+        /// What is wrong.
+        message: String,
+    },
     /// `optimize --verify`: the rows written differ from the rows read. Nothing was
     /// committed and the written files were deleted.
     #[error("verification failed, nothing was committed: {message}")]

@@ -56,5 +56,6 @@ pub mod sweep;
 pub mod table;
 pub mod vacuum;
 pub mod verify;
+pub mod workorder;
 
 pub use error::{Error, Result};

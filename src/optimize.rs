@@ -24,17 +24,17 @@ use crate::table::TableView;
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct OptimizeOptions {
-    cancel: Arc<AtomicBool>,
-    dry_run: bool,
-    memory_limit_bytes: Option<u64>,
-    plan: PlanOptions,
-    spill_directory: Option<std::path::PathBuf>,
-    verify: bool,
-    threads: usize,
-    read_concurrency: Option<usize>,
-    sample: Option<(f64, u64)>,
-    codec: rewrite::write::Codec,
-    files_of: Option<TableView>,
+    pub(crate) cancel: Arc<AtomicBool>,
+    pub(crate) dry_run: bool,
+    pub(crate) memory_limit_bytes: Option<u64>,
+    pub(crate) plan: PlanOptions,
+    pub(crate) spill_directory: Option<std::path::PathBuf>,
+    pub(crate) verify: bool,
+    pub(crate) threads: usize,
+    pub(crate) read_concurrency: Option<usize>,
+    pub(crate) sample: Option<(f64, u64)>,
+    pub(crate) codec: rewrite::write::Codec,
+    pub(crate) files_of: Option<TableView>,
 }
 
 impl OptimizeOptions {
@@ -401,10 +401,53 @@ pub async fn rewrite(
     }
     // The commit must be an atomic put-if-absent: checked before any data file is written.
     crate::commit::check_atomic_commits(&table, &outcome.plan.run_id).await?;
+    progress.start(
+        usize::try_from(outcome.bins).unwrap_or(usize::MAX),
+        outcome.bytes_removed,
+    );
+    let plan = outcome.plan.clone();
+    let (table, reader, result, progress) =
+        write_bins(table, plan, options, reader, progress).await?;
+    let rewritten = Rewritten {
+        table,
+        outcome,
+        outcomes: result?,
+        reader,
+        started,
+        progress,
+    };
+    if options.cancel.load(Ordering::Relaxed) {
+        rewritten.abort().await?;
+        return Err(Error::Cancelled);
+    }
+    Ok(rewritten)
+}
+
+/// The execute step shared by `optimize` and the work orders' `execute`: writes the new files
+/// of every bin of `plan` (bins index `table.files`) with the execution settings of
+/// `options` (threads, read concurrency, memory limit, spill directory, codec, cancel flag).
+/// Runs the CPU work on a blocking thread. Returns the table, reader and progress back with
+/// the bins' outcomes; on a bin error every file written has been deleted.
+///
+/// # Errors
+/// Only when the blocking task itself cannot run ([`Error::Internal`]); bin errors are in the
+/// returned result.
+pub(crate) async fn write_bins(
+    table: TableView,
+    plan: Plan,
+    options: &OptimizeOptions,
+    reader: Reader,
+    progress: Arc<dyn Progress>,
+) -> Result<(
+    TableView,
+    Reader,
+    Result<Vec<BinOutcome>>,
+    Arc<dyn Progress>,
+)> {
     // Clustering columns always get stats (PROTOCOL.md "Clustered Table" requires them, and
     // skipping needs them), even past delta.dataSkippingNumIndexedCols.
     let mut leaves = rewrite::stats::indexed_columns(&table)?;
-    if let Some(clustering) = &outcome.plan.clustering {
+    if let Some(clustering) = &plan.clustering {
         for leaf in &clustering.leaves {
             if !leaves.iter().any(|l| l.physical == leaf.physical) {
                 leaves.push(leaf.clone());
@@ -413,7 +456,7 @@ pub async fn rewrite(
     }
     // Leftovers of runs that were killed: spill directories of dead processes, and (on a
     // local table) commit staging files older than an hour.
-    if outcome.plan.clustering.is_some() {
+    if plan.clustering.is_some() {
         let parent = options
             .spill_directory
             .clone()
@@ -445,11 +488,6 @@ pub async fn rewrite(
         codec: options.codec,
         reader,
     };
-    progress.start(
-        usize::try_from(outcome.bins).unwrap_or(usize::MAX),
-        outcome.bytes_removed,
-    );
-    let plan = outcome.plan.clone();
     let task = tokio::task::spawn_blocking(move || {
         let result = rewrite::execute(&table, &plan, &context, progress.as_ref());
         progress.finish();
@@ -458,19 +496,7 @@ pub async fn rewrite(
     let (table, context, result, progress) = task
         .await
         .map_err(|e| Error::Internal(format!("the rewrite task failed: {e}")))?;
-    let rewritten = Rewritten {
-        table,
-        outcome,
-        outcomes: result?,
-        reader: context.reader,
-        started,
-        progress,
-    };
-    if options.cancel.load(Ordering::Relaxed) {
-        rewritten.abort().await?;
-        return Err(Error::Cancelled);
-    }
-    Ok(rewritten)
+    Ok((table, context.reader, result, progress))
 }
 
 /// Fallback physical memory when `/proc/meminfo` cannot be read: 8 GiB.

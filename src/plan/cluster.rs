@@ -23,7 +23,7 @@
 //! delta-layout`, and files another implementation clustered (another provider) are never
 //! reclustered, as PROTOCOL.md "Clustered Table" requires.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::curve::{Curve, MAX_DIMENSIONS};
 use crate::error::{Error, Result};
@@ -70,10 +70,13 @@ impl ClusterRequest {
 }
 
 /// A resolved clustering: the curve and the leaf columns it orders by.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Clustering {
     /// The curve, `zorder` or `hilbert`.
-    #[serde(serialize_with = "serialize_curve")]
+    #[serde(
+        serialize_with = "serialize_curve",
+        deserialize_with = "deserialize_curve"
+    )]
     pub curve: Curve,
     /// Logical column names, dotted for nested fields, in key order.
     pub columns: Vec<String>,
@@ -91,6 +94,17 @@ pub struct Clustering {
 
 fn serialize_curve<S: serde::Serializer>(curve: &Curve, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(curve_name(*curve))
+}
+
+fn deserialize_curve<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Curve, D::Error> {
+    let name = <String as serde::Deserialize>::deserialize(d)?;
+    match name.as_str() {
+        "zorder" => Ok(Curve::ZOrder),
+        "hilbert" => Ok(Curve::Hilbert),
+        other => Err(serde::de::Error::custom(format!(
+            "unknown curve '{other}' (zorder or hilbert)"
+        ))),
+    }
 }
 
 /// The tag value and display name of a curve.

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use deltalake::kernel::DataType;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::predicate::Predicate;
@@ -166,7 +166,7 @@ impl PlanOptions {
 }
 
 /// Where the target file size came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetSource {
     /// `--target-size`.
@@ -198,7 +198,7 @@ pub fn autotuned_target_bytes(table_bytes: u64) -> u64 {
 }
 
 /// One group of input files rewritten together into files of about the target size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bin {
     /// The bin's number, unique in the plan; output files are named after it.
     pub id: usize,
@@ -215,7 +215,7 @@ pub struct Bin {
 }
 
 /// The bins of one partition.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartitionPlan {
     /// Partition values parallel to [`TableView::partition_columns`]; empty when unpartitioned.
     pub values: Vec<Option<String>>,
@@ -235,7 +235,7 @@ pub struct PartitionPlan {
 }
 
 /// What a run will rewrite. Produced by [`plan`], consumed by the rewrite stage.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// The table version the plan was made from.
     pub table_version: u64,

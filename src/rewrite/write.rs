@@ -85,6 +85,19 @@ impl Codec {
         })
     }
 
+    /// The codec as [`Codec::parse`] reads it back: `snappy`, `zstd:LEVEL`, `lz4`,
+    /// `gzip:LEVEL` or `none`.
+    #[must_use]
+    pub fn spec(self) -> String {
+        match self {
+            Codec::Snappy => "snappy".into(),
+            Codec::Zstd(level) => format!("zstd:{level}"),
+            Codec::Lz4 => "lz4".into(),
+            Codec::Gzip(level) => format!("gzip:{level}"),
+            Codec::None => "none".into(),
+        }
+    }
+
     /// The name in file names, as Spark spells it: `part-...c000.zstd.parquet`.
     #[must_use]
     pub fn file_suffix(self) -> &'static str {
@@ -115,7 +128,7 @@ pub const MAX_ROW_GROUP_BYTES: u64 = 128 << 20;
 pub use crate::plan::directory::{NULL_PARTITION_DIR_VALUE, escape_path_name, partition_directory};
 
 /// One file written by a bin.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WrittenFile {
     /// Path relative to the table root (not URI-encoded).
     pub path: String,

@@ -129,7 +129,7 @@ pub const MAX_READER_VERSION: i64 = 3;
 pub const MAX_WRITER_VERSION: i64 = 7;
 
 /// The table's `protocol` action, with the features it implies.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ProtocolInfo {
     /// `minReaderVersion`.
     pub min_reader_version: i64,

@@ -80,6 +80,31 @@ pub struct TableView {
     pub(crate) log_store: LogStoreRef,
 }
 
+/// A table at one version without its files: what a worker needs to read and write the
+/// table's data files the way the table defines them, and a committer to commit to it.
+/// Serialized into work orders ([`crate::workorder`]); it holds no secret (storage options
+/// are never part of it).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct TableDescription {
+    /// The table's root as an absolute URL (`file:///...` for a local table), without a
+    /// password or query; storage options and credentials never go in a description.
+    pub uri: String,
+    /// The version the description was read at.
+    pub version: u64,
+    /// The logical schema (`metaData.schemaString`, column-mapping metadata kept).
+    pub schema: StructType,
+    /// The partition columns, logical names, in table order.
+    pub partition_columns: Vec<String>,
+    /// Table properties (`metaData.configuration`).
+    pub properties: BTreeMap<String, String>,
+    /// The `protocol` action.
+    pub protocol: ProtocolInfo,
+    /// The clustering columns the table declares, if any.
+    pub clustering_columns: Option<Vec<String>>,
+    /// Row tracking settings and high-water mark, on tables with the `rowTracking` feature.
+    pub row_tracking: Option<row_tracking::RowTracking>,
+}
+
 /// One active data file of the table (a live `add` action).
 #[derive(Debug, Clone)]
 pub struct DataFile {
@@ -400,6 +425,108 @@ impl TableView {
             files,
             log_store: table.log_store(),
         })
+    }
+
+    /// The table's plain description: everything but the files and the live log store, for
+    /// a work order ([`crate::workorder`]) that rebuilds the view elsewhere with
+    /// [`TableView::from_description`].
+    #[must_use]
+    pub fn description(&self) -> TableDescription {
+        // The root as an absolute URL (a relative local path means nothing on another
+        // machine), less anything secret: a password or a query (a SAS token).
+        let mut root = self.location.clone();
+        let _ = root.set_password(None);
+        root.set_query(None);
+        root.set_fragment(None);
+        TableDescription {
+            uri: root.to_string(),
+            version: self.version,
+            schema: self.schema.clone(),
+            partition_columns: self.partition_columns.clone(),
+            properties: self.properties.clone(),
+            protocol: self.protocol.clone(),
+            clustering_columns: self.clustering_columns.clone(),
+            row_tracking: self.row_tracking.clone(),
+        }
+    }
+
+    /// Builds a view from a plain description and the `add` actions of the files it should
+    /// hold (each with its path as the log spells it), without reading the log: the log
+    /// store is made for `description.uri` with `storage_options` (which no description
+    /// carries: secrets stay out of work orders), and nothing is fetched until a file is read
+    /// or a commit is made. The files keep their order; the description's `version` is the
+    /// read version of commits made from the view.
+    ///
+    /// # Errors
+    /// [`Error::NoTable`] for an unsupported scheme or a bad storage setting;
+    /// [`Error::NotADeltaTable`] when no store can be made for the URI;
+    /// [`Error::InvalidOption`] for an unknown column mapping mode; [`Error::Internal`] when a
+    /// partition column is not in the schema; [`Error::DataFile`] / [`Error::Json`] for a
+    /// file with a negative size or unreadable stats.
+    pub fn from_description(
+        description: TableDescription,
+        files: Vec<(Add, String)>,
+        storage_options: StorageOptions,
+    ) -> Result<Self> {
+        let source = TableLocation {
+            uri: description.uri.clone(),
+            storage_options,
+        };
+        let shown = source.to_string();
+        let not_a_table = |error| Error::NotADeltaTable {
+            table: shown.clone(),
+            source: Box::new(error),
+        };
+        if source.store_kind()? != StoreKind::Local {
+            source.check_settings()?;
+        }
+        let url = deltalake::table::builder::parse_table_uri(&source.uri).map_err(not_a_table)?;
+        let mut builder = DeltaTableBuilder::from_url(url).map_err(not_a_table)?;
+        if !source.storage_options.is_empty() {
+            builder = builder.with_storage_options(source.storage_options.to_map());
+        }
+        let table = builder.build().map_err(not_a_table)?;
+        let column_mapping = ColumnMappingMode::from_properties(&description.properties)?;
+        let partition_physical_names = description
+            .partition_columns
+            .iter()
+            .map(|name| {
+                let field = description
+                    .schema
+                    .fields()
+                    .find(|f| f.name() == name)
+                    .ok_or_else(|| {
+                        Error::Internal(format!("partition column '{name}' is not in the schema"))
+                    })?;
+                Ok(schema::physical_name(field, column_mapping))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let files = files
+            .into_iter()
+            .map(|(add, raw_path)| DataFile::from_add(add, raw_path, &partition_physical_names))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            location: table.table_url().clone(),
+            source,
+            version: description.version,
+            schema: description.schema,
+            partition_columns: description.partition_columns,
+            partition_physical_names,
+            properties: description.properties,
+            protocol: description.protocol,
+            column_mapping,
+            files,
+            clustering_columns: description.clustering_columns,
+            row_tracking: description.row_tracking,
+            log_store: table.log_store(),
+        })
+    }
+
+    /// The `add` action of `file`, as the log holds it (its path URI-decoded once; the
+    /// spelling in the log is [`DataFile::raw_path`]).
+    #[must_use]
+    pub fn add_action(file: &DataFile) -> &Add {
+        &file.add
     }
 
     /// Totals over the active files.

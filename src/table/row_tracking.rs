@@ -42,7 +42,7 @@ pub const PROP_MATERIALIZED_ROW_COMMIT_VERSION: &str =
 pub const TAG_ROW_TRACKING_PRESERVED: &str = "delta.rowTracking.preserved";
 
 /// Row tracking settings of a table that supports the `rowTracking` feature.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RowTracking {
     /// `delta.enableRowTracking` is `true`: stable row IDs are defined and must be kept.
     pub enabled: bool,

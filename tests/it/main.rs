@@ -15,3 +15,4 @@ mod row_tracking;
 mod scheduled;
 mod sweep;
 mod verify;
+mod workorder;

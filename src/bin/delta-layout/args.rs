@@ -25,6 +25,17 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Compact small files (and files with many deleted rows) into files of the target size.
     Optimize(OptimizeArgs),
+    /// Plan an optimize as a work order (JSON) for `execute` and `commit`, writing nothing.
+    ///
+    /// The order holds the table's description at the read version, the settings, the bins
+    /// and their input files' add actions, and no secret; its fingerprint is checked when read.
+    Plan(PlanArgs),
+    /// Execute bins of a work order: read their input files, write their output files, and
+    /// print a result document. Reads no log and commits nothing.
+    Execute(ExecuteArgs),
+    /// Commit the results of a work order's bins, in batches, with optimize's conflict rules;
+    /// a rerun commits only what is left.
+    Commit(CommitArgs),
     /// Report min/max overlap and the estimated data skipping per column, from the log alone.
     Report(ReportArgs),
     /// Prove two versions hold the same rows (exit code 0), or show they differ (1).
@@ -235,6 +246,35 @@ pub struct OptimizeArgs {
     /// Table location: a local path or a URL.
     #[arg(value_name = "TABLE")]
     pub table: String,
+    /// What to rewrite and how (shared with `plan`).
+    #[command(flatten)]
+    pub planning: PlanningArgs,
+    /// How this process runs the bins (shared with `execute`).
+    #[command(flatten)]
+    pub execution: ExecutionArgs,
+    /// Print the plan and write nothing.
+    #[arg(long, help_heading = "Planning")]
+    pub dry_run: bool,
+    /// Columns of the before/after skipping report printed at the end (comma-separated).
+    /// Defaults to the clustering columns; without either, the report covers files and
+    /// sizes only.
+    #[arg(long, value_name = "COLS", help_heading = "Output")]
+    pub columns: Option<Vec<String>>,
+    /// Skip the before/after report at the end.
+    #[arg(long, help_heading = "Output")]
+    pub no_report: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long, short, help_heading = "Output")]
+    pub quiet: bool,
+}
+
+/// The options that decide what a run rewrites and how its files are written: `optimize`
+/// and `plan` take the same ones.
+#[derive(Debug, Args)]
+pub struct PlanningArgs {
     /// Target output file size (units: 64MiB, 1GB, or bytes).
     ///
     /// Defaults to the table property delta.targetFileSize, else the size autotuned from the
@@ -291,28 +331,6 @@ pub struct OptimizeArgs {
     /// quarter of physical memory.
     #[arg(long, value_name = "SIZE", help_heading = "Curve")]
     pub memory_limit: Option<String>,
-    /// Local directory for the spill files of out-of-core clustering (default: the system
-    /// temporary directory, TMPDIR). Spill files stay on local disk also for tables in
-    /// object stores.
-    #[arg(long, value_name = "DIR", help_heading = "Curve")]
-    pub temp_dir: Option<std::path::PathBuf>,
-    /// Print the plan and write nothing.
-    #[arg(long, help_heading = "Planning")]
-    pub dry_run: bool,
-    /// Columns of the before/after skipping report printed at the end (comma-separated).
-    /// Defaults to the clustering columns; without either, the report covers files and
-    /// sizes only.
-    #[arg(long, value_name = "COLS", help_heading = "Output")]
-    pub columns: Option<Vec<String>>,
-    /// Skip the before/after report at the end.
-    #[arg(long, help_heading = "Output")]
-    pub no_report: bool,
-    /// Before committing, read every written file back and check it holds exactly the rows
-    /// read (fingerprints per partition); on any difference commit nothing, delete the
-    /// written files and exit with code 2.
-    #[arg(long, help_heading = "Execution")]
-    pub verify: bool,
-    /// Parquet compression of the written files: snappy, zstd, zstd:LEVEL (1 to 22), lz4,
     /// gzip, gzip:LEVEL (0 to 9) or none.
     #[arg(
         long,
@@ -321,6 +339,21 @@ pub struct OptimizeArgs {
         help_heading = "Execution"
     )]
     pub compression: String,
+    /// Before committing, read every written file back and check it holds exactly the rows
+    /// read (fingerprints per partition); on any difference commit nothing, delete the
+    /// written files and exit with code 2.
+    #[arg(long, help_heading = "Execution")]
+    pub verify: bool,
+}
+
+/// The options of the process that runs bins: `optimize` and `execute` take the same ones.
+#[derive(Debug, Args)]
+pub struct ExecutionArgs {
+    /// Local directory for the spill files of out-of-core clustering (default: the system
+    /// temporary directory, TMPDIR). Spill files stay on local disk also for tables in
+    /// object stores.
+    #[arg(long, value_name = "DIR", help_heading = "Curve")]
+    pub temp_dir: Option<std::path::PathBuf>,
     /// Worker threads for the rewrite (0 = one per core).
     #[arg(
         long,
@@ -340,12 +373,70 @@ pub struct OptimizeArgs {
         help_heading = "Execution"
     )]
     pub read_concurrency: usize,
-    /// Print one JSON object instead of text.
-    #[arg(long, help_heading = "Output")]
-    pub json: bool,
+}
+
+/// `plan` arguments.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct PlanArgs {
+    /// Table location: a local path or a URL.
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+    /// What to rewrite and how, as `optimize` takes it.
+    #[command(flatten)]
+    pub planning: PlanningArgs,
+    /// Write the work order (JSON) to this local file instead of standard output; a summary
+    /// goes to standard error.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// `execute` arguments.
+#[derive(Debug, Args)]
+pub struct ExecuteArgs {
+    /// The work order written by `plan` (a local file).
+    #[arg(value_name = "PLAN")]
+    pub plan: std::path::PathBuf,
+    /// A bin to execute (repeatable, or comma-separated ids).
+    #[arg(
+        long = "bin",
+        value_name = "ID",
+        value_delimiter = ',',
+        required_unless_present = "all_bins"
+    )]
+    pub bins: Vec<usize>,
+    /// Execute every bin of the plan in this process.
+    #[arg(long, conflicts_with = "bins")]
+    pub all_bins: bool,
+    /// How this process runs the bins, as `optimize` takes it.
+    #[command(flatten)]
+    pub execution: ExecutionArgs,
+    /// Write the result document (JSON) to this local file instead of standard output.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub out: Option<std::path::PathBuf>,
     /// No progress bar.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+}
+
+/// `commit` arguments.
+#[derive(Debug, Args)]
+pub struct CommitArgs {
+    /// The work order written by `plan` (a local file).
+    #[arg(value_name = "PLAN")]
+    pub plan: std::path::PathBuf,
+    /// Result documents written by `execute` (local files); bins without a result are left
+    /// uncommitted.
+    #[arg(value_name = "RESULT")]
+    pub results: Vec<std::path::PathBuf>,
+    /// Bins per commit (0: every bin in one commit). Each commit carries a txn action
+    /// (appId = the run id, version = the batch number); a rerun skips bins already
+    /// committed.
+    #[arg(long, value_name = "BINS", default_value_t = delta_layout::workorder::DEFAULT_BATCH_BINS)]
+    pub batch_size: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--threads`: a whole number from 0 (one per core) to the library's maximum.
@@ -389,9 +480,9 @@ mod tests {
         let Command::Optimize(args) = cli.command else {
             panic!("optimize expected")
         };
-        assert_eq!(args.target_size.as_deref(), Some("64MiB"));
-        assert_eq!(args.predicate.as_deref(), Some("p = 1"));
-        assert_eq!(args.threads, 2);
+        assert_eq!(args.planning.target_size.as_deref(), Some("64MiB"));
+        assert_eq!(args.planning.predicate.as_deref(), Some("p = 1"));
+        assert_eq!(args.execution.threads, 2);
         assert!(args.dry_run);
         assert!(Cli::try_parse_from(["delta-layout", "optimize", "t", "--bogus"]).is_err());
         assert!(Cli::try_parse_from(["delta-layout", "optimize", "t", "--threads", "x"]).is_err());
@@ -408,13 +499,13 @@ mod tests {
         let Command::Optimize(args) = cli.command else {
             panic!("optimize expected")
         };
-        assert_eq!(args.target_size.as_deref(), Some("-1"));
+        assert_eq!(args.planning.target_size.as_deref(), Some("-1"));
         // Column lists are split later, by the column-name rules (commas in back quotes).
         let cli =
             Cli::try_parse_from(["delta-layout", "optimize", "t", "--zorder", "`a,b`,c"]).unwrap();
         let Command::Optimize(args) = cli.command else {
             panic!("optimize expected")
         };
-        assert_eq!(args.zorder, Some(vec!["`a,b`,c".to_string()]));
+        assert_eq!(args.planning.zorder, Some(vec!["`a,b`,c".to_string()]));
     }
 }

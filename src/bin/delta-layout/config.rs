@@ -8,7 +8,7 @@ use delta_layout::plan::{DEFAULT_MAX_DELETED_RATIO, PlanOptions};
 use delta_layout::predicate::Predicate;
 use delta_layout::report::ReportOptions;
 
-use crate::args::{OptimizeArgs, ReportArgs, SweepArgs};
+use crate::args::{ExecutionArgs, OptimizeArgs, PlanningArgs, ReportArgs, SweepArgs};
 
 /// Parses an optional size flag.
 pub fn size(flag: &str, text: Option<&str>) -> anyhow::Result<Option<u64>> {
@@ -17,7 +17,7 @@ pub fn size(flag: &str, text: Option<&str>) -> anyhow::Result<Option<u64>> {
         .map_err(anyhow::Error::from)
 }
 
-fn clustering(args: &OptimizeArgs) -> anyhow::Result<Option<ClusterRequest>> {
+fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
     let (curve, columns) = match (&args.zorder, &args.hilbert) {
         (Some(columns), _) => (Curve::ZOrder, columns.clone()),
         (None, Some(columns)) => (Curve::Hilbert, columns.clone()),
@@ -99,24 +99,21 @@ fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usi
 
 /// Builds the library options of `optimize`.
 pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
+    let options = planning_options(&args.planning)?.with_dry_run(args.dry_run);
+    execution_options(options, &args.execution)
+}
+
+/// The options `plan` and `optimize` share: what to rewrite, codec, memory limit, verify.
+pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> {
     let plan = PlanOptions::default()
         .with_target_file_bytes(size("--target-size", args.target_size.as_deref())?)
         .with_min_file_bytes(size("--min-file-size", args.min_file_size.as_deref())?)
         .with_max_deleted_ratio(args.max_deleted_ratio.unwrap_or(DEFAULT_MAX_DELETED_RATIO))
         .with_predicate(args.predicate.clone())
         .with_include_clustered(args.full && args.zorder.is_none() && args.hilbert.is_none())
-        .with_clustering(clustering(&args)?);
+        .with_clustering(clustering(args)?);
     plan.validate()?;
     let memory_limit = size("--memory-limit", args.memory_limit.as_deref())?;
-    if let Some(dir) = &args.temp_dir
-        && !dir.is_dir()
-    {
-        return Err(delta_layout::Error::invalid_option(
-            "--temp-dir",
-            format!("'{}' is not an existing local directory", dir.display()),
-        )
-        .into());
-    }
     if memory_limit == Some(0) {
         anyhow::bail!(delta_layout::Error::invalid_option(
             "--memory-limit",
@@ -129,11 +126,27 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
         .with_codec(codec)
         .with_plan(plan)
         .with_memory_limit(memory_limit)
+        .with_verify(args.verify))
+}
+
+/// Adds the options of the process that runs bins (`optimize`, `execute`).
+pub fn execution_options(
+    options: OptimizeOptions,
+    args: &ExecutionArgs,
+) -> anyhow::Result<OptimizeOptions> {
+    if let Some(dir) = &args.temp_dir
+        && !dir.is_dir()
+    {
+        return Err(delta_layout::Error::invalid_option(
+            "--temp-dir",
+            format!("'{}' is not an existing local directory", dir.display()),
+        )
+        .into());
+    }
+    Ok(options
         .with_spill_directory(args.temp_dir.clone())
         .with_threads(args.threads)
-        .with_read_concurrency(args.read_concurrency)
-        .with_dry_run(args.dry_run)
-        .with_verify(args.verify))
+        .with_read_concurrency(args.read_concurrency))
 }
 
 /// Builds the library options of `sweep` (the cancel flag is set by the caller).

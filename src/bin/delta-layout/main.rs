@@ -10,6 +10,7 @@ mod args;
 mod config;
 mod progress;
 mod render;
+mod workorders;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -176,14 +177,18 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
     match command {
         Command::Inspect(_) | Command::History(_) => Ok(()),
         Command::Optimize(args) => {
-            split("--zorder", &mut args.zorder)?;
-            split("--hilbert", &mut args.hilbert)?;
+            split("--zorder", &mut args.planning.zorder)?;
+            split("--hilbert", &mut args.planning.hilbert)?;
             split("--columns", &mut args.columns)
         }
         Command::Report(args) => split("--columns", &mut args.columns),
         Command::Verify(args) => split("--unique", &mut args.unique),
         Command::Sweep(args) => split("--columns", &mut args.columns),
-        Command::Vacuum(_) => Ok(()),
+        Command::Plan(args) => {
+            split("--zorder", &mut args.planning.zorder)?;
+            split("--hilbert", &mut args.planning.hilbert)
+        }
+        Command::Vacuum(_) | Command::Execute(_) | Command::Commit(_) => Ok(()),
     }
 }
 
@@ -232,6 +237,13 @@ fn run() -> anyhow::Result<ExitCode> {
         .build()?;
     let mut stdout = std::io::stdout().lock();
     match cli.command {
+        Command::Plan(args) => workorders::plan(&runtime, &mut stdout, at(&args.table), &args)?,
+        Command::Execute(args) => {
+            let cancel = Arc::new(AtomicBool::new(false));
+            cancel_on_signal(&runtime, cancel.clone());
+            workorders::execute(&runtime, &mut stdout, storage.clone(), &args, cancel)?;
+        }
+        Command::Commit(args) => workorders::commit(&runtime, &mut stdout, storage.clone(), &args)?,
         Command::Inspect(args) => {
             let target = config::size("--target-size", args.target_size.as_deref())?;
             let table = runtime.block_on(delta_layout::table::TableView::load(

@@ -574,3 +574,111 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Text summary of a work order (`plan`), for standard error.
+pub fn work_order(out: &mut impl Write, o: &delta_layout::workorder::WorkOrder) -> io::Result<()> {
+    let bins = o.plan.bins().count() as u64;
+    if o.plan.is_empty() {
+        return writeln!(
+            out,
+            "run {} of {} (version {}): nothing to do: {}",
+            o.plan.run_id,
+            o.table.uri,
+            o.table.version,
+            o.plan.nothing_to_do()
+        );
+    }
+    writeln!(
+        out,
+        "run {} of {} (version {}): {} in {}, {} ({}) to rewrite; bins {}",
+        o.plan.run_id,
+        o.table.uri,
+        o.table.version,
+        count(bins, "bin"),
+        count(o.plan.partitions.len() as u64, "partition"),
+        count(o.plan.num_input_files() as u64, "file"),
+        format_size(o.plan.input_bytes()),
+        id_ranges(&o.bin_ids()),
+    )
+}
+
+/// `1-4,7,9-10`: ids as ranges.
+fn id_ranges(ids: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            ids[i].to_string()
+        } else {
+            format!("{}-{}", ids[i], ids[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Text form of `commit`.
+pub fn work_commit(
+    out: &mut impl Write,
+    c: &delta_layout::workorder::CommitOutcome,
+) -> io::Result<()> {
+    if c.versions.is_empty() {
+        writeln!(
+            out,
+            "run {} of {}: nothing committed by this step",
+            c.run_id, c.table
+        )?;
+    } else {
+        writeln!(
+            out,
+            "run {} of {}: committed {} in {} (versions {}): {} ({}) -> {} ({}), {}",
+            c.run_id,
+            c.table,
+            count(c.bins_committed.len() as u64, "bin"),
+            count(c.versions.len() as u64, "commit"),
+            c.versions
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            count(c.files_removed, "file"),
+            format_size(c.bytes_removed),
+            count(c.files_added, "file"),
+            format_size(c.bytes_added),
+            count(c.rows, "row"),
+        )?;
+    }
+    if !c.bins_already_committed.is_empty() {
+        writeln!(
+            out,
+            "already committed by an earlier commit of this run: bins {}",
+            id_ranges(&c.bins_already_committed)
+        )?;
+    }
+    for dropped in &c.bins_dropped {
+        writeln!(
+            out,
+            "bin {} dropped: {}; its files were deleted",
+            dropped.bin_id, dropped.reason
+        )?;
+    }
+    if !c.bins_without_result.is_empty() {
+        writeln!(
+            out,
+            "no result given for bins {}: not committed (their files, if any, are kept)",
+            id_ranges(&c.bins_without_result)
+        )?;
+    }
+    if c.files_deleted > 0 {
+        writeln!(
+            out,
+            "deleted {} of this run that no commit refers to",
+            count(c.files_deleted, "file")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,1098 @@
+//! Work orders: one `optimize` as three steps that separate processes, machines or the tasks
+//! of an engine (Spark, Kubernetes jobs) can run, with the guarantees of one run.
+//!
+//! ```text
+//!  plan (one process)             execute (any machine, per bin)          commit (one process)
+//!  ┌──────────────────────┐      ┌──────────────────────────────┐      ┌─────────────────────────┐
+//!  │ TableView::load,     │ ───> │ WorkOrder -> TableView       │ ───> │ check every BinResult,  │
+//!  │ plan::plan, probe    │ JSON │ (no log read), write the     │ JSON │ scan newer commits, one │
+//!  │ the store: WorkOrder │      │ bin's files: BinResult       │      │ commit per batch + txn  │
+//!  └──────────────────────┘      └──────────────────────────────┘      └─────────────────────────┘
+//! ```
+//! `optimize` runs the same stages in one process: [`crate::plan::plan`], the shared execute
+//! step (`optimize::write_bins`) and [`crate::commit::actions`] + [`crate::commit::commit`].
+//!
+//! # The work order
+//! A [`WorkOrder`] is a JSON document ([`FORMAT_VERSION`], refused when unknown) that holds
+//! everything a worker needs and nothing secret: the table's description at the read version
+//! ([`TableDescription`]: root URL without password or query, schema, partition columns,
+//! properties, protocol, row tracking), the execution settings (codec, memory limit, verify),
+//! the [`Plan`] (run id, bins) and the `add` action of every input file, which the bins index.
+//! Its `fingerprint` (xxHash64 of the rest, keys sorted) is checked when it is read, so an
+//! altered order is refused, and every [`BinResult`] carries it, so a result is never committed
+//! with another plan. Storage options and credentials reach workers through their own
+//! environment or `--storage-option`.
+//!
+//! # Executing a bin
+//! [`execute`] rebuilds the table from the order ([`TableView::from_description`]: no log is
+//! read), reads the bin's input files and writes its output files, named
+//! `part-<bin>-<run id>-<writer>-<random>-c<seq>` in the partition's directory, so a retried
+//! attempt never overwrites another attempt's files. It returns a [`BinResult`] per bin: the
+//! written files with their stats, and the rows. On failure it deletes what it wrote.
+//!
+//! # Committing
+//! [`commit`] checks each result against the order (run id, fingerprint, bin, rows, file
+//! names, and that each file exists with its size), then reads every commit after the order's
+//! version:
+//! * commits of this run (their `commitInfo` carries the run id) mark their bins as committed,
+//!   so a commit step that died, or one run twice, never applies a bin twice;
+//! * a commit of another writer that removes or re-adds an input file of a bin drops that bin
+//!   (its outputs are deleted, the rest commit); one that changes the metadata or protocol
+//!   stops the step (exit 3), as `optimize`'s conflict rules do.
+//!
+//! The remaining bins commit in batches of [`CommitOptions::batch_bins`] bins (all in one
+//! commit by default), each one transaction of `remove` + `add` actions (`dataChange=false`)
+//! with a `txn` action (PROTOCOL.md "Transaction Identifiers": `appId` = the run id,
+//! `version` = the batch number), through [`crate::commit::commit`]'s conflict checks. Files
+//! of the run that no commit refers to (failed or superseded attempts of settled bins) are
+//! then deleted. Results that never arrived leave their bins uncommitted and their files
+//! alone: a later `commit` with those results commits them.
+//!
+//! Source: `../shared/SCALEOUT.md` (the design brief), Delta Spark's `optimize.batchSize`,
+//! delta-rs' `min_commit_interval`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use deltalake::kernel::{Action, Add, Transaction};
+use futures::StreamExt as _;
+use object_store::ObjectStoreExt as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::commit::{self, COMMIT_INFO_RUN_ID};
+use crate::error::{Error, Result};
+use crate::optimize::OptimizeOptions;
+use crate::plan::{self, Bin, PartitionPlan, Plan};
+use crate::progress::Progress;
+use crate::rewrite::{BinOutcome, WrittenFile, read::Reader};
+use crate::table::{StorageOptions, TableDescription, TableLocation, TableView};
+
+/// The format version of work orders and result documents this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// The `kind` of a work order document.
+pub const ORDER_KIND: &str = "delta-layout.plan";
+/// The `kind` of a result document.
+pub const RESULTS_KIND: &str = "delta-layout.results";
+/// Default bins per commit: 0, every bin in one commit (as `optimize`).
+pub const DEFAULT_BATCH_BINS: usize = 0;
+
+/// Execution settings chosen at plan time, the same for every worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderSettings {
+    /// Parquet compression of the written files, as [`crate::rewrite::write::Codec::parse`]
+    /// reads it (`zstd:1`).
+    pub codec: String,
+    /// Memory a clustering bin may buffer, bytes; `None`: a quarter of the worker's memory.
+    pub memory_limit_bytes: Option<u64>,
+    /// Workers read their written files back and compare fingerprints with the input
+    /// before returning a result.
+    pub verify: bool,
+}
+
+/// One input file of the plan: its `add` action (path URI-decoded once) and the path as the
+/// log spells it, which the `remove` repeats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderFile {
+    /// The `add` action.
+    pub add: Add,
+    /// The path exactly as the log spells it.
+    pub raw_path: String,
+}
+
+/// A self-contained work order: see the module docs. Bins' `files` index [`WorkOrder::files`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkOrder {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// [`ORDER_KIND`].
+    pub kind: String,
+    /// xxHash64 (16 hex digits) of the table, settings, plan and files, keys sorted.
+    pub fingerprint: String,
+    /// The table at the plan's read version.
+    pub table: TableDescription,
+    /// Execution settings.
+    pub settings: OrderSettings,
+    /// The plan: run id, target size, partitions and bins.
+    pub plan: Plan,
+    /// The input files, in bin order.
+    pub files: Vec<OrderFile>,
+}
+
+impl WorkOrder {
+    /// The order of `plan` (made from `table`): the bins' input files are copied out of the
+    /// table and the bins re-indexed to them.
+    ///
+    /// # Errors
+    /// [`Error::Json`] when the order cannot be serialized for its fingerprint.
+    pub fn new(table: &TableView, mut plan: Plan, settings: OrderSettings) -> Result<Self> {
+        let mut files = Vec::with_capacity(plan.num_input_files());
+        for partition in &mut plan.partitions {
+            for bin in &mut partition.bins {
+                for index in &mut bin.files {
+                    let file = &table.files[*index];
+                    files.push(OrderFile {
+                        add: TableView::add_action(file).clone(),
+                        raw_path: file.raw_path.clone(),
+                    });
+                    *index = files.len() - 1;
+                }
+            }
+        }
+        let mut order = Self {
+            format_version: FORMAT_VERSION,
+            kind: ORDER_KIND.to_string(),
+            fingerprint: String::new(),
+            table: table.description(),
+            settings,
+            plan,
+            files,
+        };
+        order.fingerprint = order.compute_fingerprint()?;
+        Ok(order)
+    }
+
+    /// The fingerprint of the order's content (everything but the fingerprint): xxHash64 of
+    /// its JSON with every object's keys sorted, as 16 lowercase hex digits.
+    ///
+    /// # Errors
+    /// [`Error::Json`] when the order cannot be serialized.
+    pub fn compute_fingerprint(&self) -> Result<String> {
+        let value = serde_json::to_value((&self.table, &self.settings, &self.plan, &self.files))
+            .map_err(|source| Error::Json {
+                context: "fingerprinting the work order".into(),
+                source,
+            })?;
+        let mut text = String::new();
+        canonical_json(&value, &mut text);
+        Ok(format!(
+            "{:016x}",
+            xxhash_rust::xxh64::xxh64(text.as_bytes(), 0)
+        ))
+    }
+
+    /// The order as pretty JSON.
+    ///
+    /// # Errors
+    /// [`Error::Json`] when it cannot be serialized.
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string_pretty(self).map_err(|source| Error::Json {
+            context: "writing the work order".into(),
+            source,
+        })
+    }
+
+    /// Reads an order from its JSON `text`; `name` (its path) names it in errors.
+    ///
+    /// # Errors
+    /// [`Error::WorkOrder`] when the text is not a work order, has another format version
+    /// or kind, or its fingerprint does not match its content (it was altered).
+    pub fn from_json(text: &str, name: &str) -> Result<Self> {
+        let document = &format!("work order '{name}'");
+        let value: Value = serde_json::from_str(text).map_err(|e| Error::WorkOrder {
+            document: document.to_string(),
+            message: format!("is not JSON: {e}"),
+        })?;
+        check_header(&value, ORDER_KIND, document)?;
+        let order: Self = serde_json::from_value(value).map_err(|e| Error::WorkOrder {
+            document: document.to_string(),
+            message: format!("is not a valid work order: {e}"),
+        })?;
+        let fingerprint = order.compute_fingerprint()?;
+        if fingerprint != order.fingerprint {
+            return Err(Error::WorkOrder {
+                document: document.to_string(),
+                message: format!(
+                    "was altered after it was made (fingerprint {} recorded, {fingerprint} computed); make a new plan",
+                    order.fingerprint
+                ),
+            });
+        }
+        Ok(order)
+    }
+
+    /// The bin with id `id` and its partition.
+    #[must_use]
+    pub fn bin(&self, id: usize) -> Option<(&PartitionPlan, &Bin)> {
+        self.plan
+            .partitions
+            .iter()
+            .find_map(|p| p.bins.iter().find(|b| b.id == id).map(|b| (p, b)))
+    }
+
+    /// Every bin id of the plan, in plan order.
+    #[must_use]
+    pub fn bin_ids(&self) -> Vec<usize> {
+        self.plan.bins().map(|b| b.id).collect()
+    }
+
+    /// The table the order describes, with its input files ([`TableView::from_description`]),
+    /// reached with `storage_options`; no log is read.
+    ///
+    /// # Errors
+    /// As [`TableView::from_description`].
+    pub fn table_view(&self, storage_options: StorageOptions) -> Result<TableView> {
+        TableView::from_description(
+            self.table.clone(),
+            self.files
+                .iter()
+                .map(|f| (f.add.clone(), f.raw_path.clone()))
+                .collect(),
+            storage_options,
+        )
+    }
+
+    /// The plan restricted to `bin_ids`, with its clustering's columns resolved against
+    /// `table` (the plan's JSON carries the columns' names only).
+    fn plan_for(&self, table: &TableView, bin_ids: &BTreeSet<usize>) -> Result<Plan> {
+        let mut plan = self.plan.clone();
+        for partition in &mut plan.partitions {
+            partition.bins.retain(|b| bin_ids.contains(&b.id));
+        }
+        plan.partitions.retain(|p| !p.bins.is_empty());
+        if let Some(clustering) = &mut plan.clustering {
+            let mut request =
+                plan::cluster::ClusterRequest::new(clustering.curve, clustering.columns.clone());
+            request.cube_bytes = Some(clustering.cube_bytes);
+            request.full = clustering.full;
+            clustering.leaves = plan::cluster::resolve(table, &request)?.leaves;
+        }
+        Ok(plan)
+    }
+}
+
+/// Appends `value` as JSON with every object's keys sorted.
+fn canonical_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            out.push('{');
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                canonical_json(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Checks `format_version` and `kind` before the rest is read, for a clear message.
+fn check_header(value: &Value, kind: &str, document: &str) -> Result<()> {
+    let bad = |message: String| Error::WorkOrder {
+        document: document.to_string(),
+        message,
+    };
+    let found_kind = value.get("kind").and_then(Value::as_str);
+    if found_kind != Some(kind) {
+        return Err(bad(format!(
+            "is not a {kind} document (its kind is {})",
+            found_kind.map_or_else(|| "missing".to_string(), |k| format!("'{k}'"))
+        )));
+    }
+    match value.get("format_version").and_then(Value::as_u64) {
+        Some(v) if v == u64::from(FORMAT_VERSION) => Ok(()),
+        Some(v) => Err(bad(format!(
+            "has format version {v}; this build reads version {FORMAT_VERSION} only"
+        ))),
+        None => Err(bad("has no format_version".into())),
+    }
+}
+
+/// Plans the `optimize` of the table at `location` as a work order: loads the latest version,
+/// checks the protocol, plans with `options`' plan options and draws the run id, and checks
+/// that the store's commits are atomic (before any worker writes a file). Writes nothing to
+/// the table (the S3 probe object is deleted again).
+///
+/// # Errors
+/// Everything [`TableView::load`], [`crate::table::ProtocolInfo::check_writable`],
+/// [`plan::plan`] and [`commit::check_atomic_commits`] return.
+pub async fn plan(
+    location: impl Into<TableLocation>,
+    options: &OptimizeOptions,
+) -> Result<WorkOrder> {
+    let table = TableView::load(location, None).await?;
+    table.protocol.check_writable(&table.display_location())?;
+    let mut plan = plan::plan(&table, &options.plan)?;
+    if plan.run_id.is_empty() {
+        plan.run_id = plan::new_run_id();
+    }
+    if !plan.is_empty() {
+        commit::check_atomic_commits(&table, &plan.run_id).await?;
+    }
+    WorkOrder::new(
+        &table,
+        plan,
+        OrderSettings {
+            codec: options.codec.spec(),
+            memory_limit_bytes: options.memory_limit_bytes,
+            verify: options.verify,
+        },
+    )
+}
+
+/// What a worker returns for one bin: the files it wrote and the rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BinResult {
+    /// The plan's run id.
+    pub run_id: String,
+    /// The order's fingerprint.
+    pub fingerprint: String,
+    /// The bin's id.
+    pub bin_id: usize,
+    /// Live rows read from the input files, equal to the rows written.
+    pub rows: u64,
+    /// The bin was clustered out of core (through spill files).
+    pub spilled: bool,
+    /// The written files were read back and hold exactly the rows read.
+    pub verified: bool,
+    /// The files written, with their stats, in write order.
+    pub files: Vec<WrittenFile>,
+}
+
+/// A document of bin results, as `execute` writes it and `commit` reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultDocument {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// [`RESULTS_KIND`].
+    pub kind: String,
+    /// The results, one per bin executed.
+    pub results: Vec<BinResult>,
+}
+
+impl ResultDocument {
+    /// A document holding `results`.
+    #[must_use]
+    pub fn new(results: Vec<BinResult>) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            kind: RESULTS_KIND.to_string(),
+            results,
+        }
+    }
+
+    /// Reads a result document from its JSON `text`; `name` (its path) names it in errors.
+    ///
+    /// # Errors
+    /// [`Error::WorkOrder`] when the text is not a result document of this format version.
+    pub fn from_json(text: &str, name: &str) -> Result<Self> {
+        let document = &format!("result document '{name}'");
+        let value: Value = serde_json::from_str(text).map_err(|e| Error::WorkOrder {
+            document: document.to_string(),
+            message: format!("is not JSON: {e}"),
+        })?;
+        check_header(&value, RESULTS_KIND, document)?;
+        serde_json::from_value(value).map_err(|e| Error::WorkOrder {
+            document: document.to_string(),
+            message: format!("is not a valid result document: {e}"),
+        })
+    }
+}
+
+/// Executes the bins `bin_ids` of `order`: reads their input files from the table's store
+/// (reached with `storage_options`), writes their output files, and returns one result per
+/// bin, in plan order. Reads no log and commits nothing. Uses `options`' execution settings
+/// (threads, read concurrency, spill directory, cancel flag); codec, memory limit (unless
+/// `options` sets one) and verify come from the order. Must be called on a multi-threaded
+/// tokio runtime.
+///
+/// # Errors
+/// [`Error::WorkOrder`] for an unknown bin id or none at all; everything
+/// [`TableView::from_description`] returns; the first bin error ([`Error::DataFile`] for a
+/// missing or changed input file); [`Error::VerifyFailed`] when verification finds a
+/// difference; [`Error::Cancelled`]. On error every file written is deleted.
+pub async fn execute(
+    order: &WorkOrder,
+    bin_ids: &[usize],
+    storage_options: StorageOptions,
+    options: &OptimizeOptions,
+    progress: Arc<dyn Progress>,
+) -> Result<Vec<BinResult>> {
+    let plan_ids: BTreeSet<usize> = order.bin_ids().into_iter().collect();
+    if bin_ids.is_empty() {
+        return Err(Error::WorkOrder {
+            document: format!("the work order of run {}", order.plan.run_id),
+            message: "was given no bin to execute".into(),
+        });
+    }
+    let wanted: BTreeSet<usize> = bin_ids.iter().copied().collect();
+    if let Some(unknown) = wanted.iter().find(|id| !plan_ids.contains(id)) {
+        return Err(Error::WorkOrder {
+            document: format!("the work order of run {}", order.plan.run_id),
+            message: format!(
+                "has no bin {unknown} (its bins: {})",
+                describe_ids(&plan_ids.iter().copied().collect::<Vec<_>>())
+            ),
+        });
+    }
+    let codec = crate::rewrite::write::Codec::parse(&order.settings.codec).map_err(|m| {
+        Error::WorkOrder {
+            document: format!("the work order of run {}", order.plan.run_id),
+            message: format!("names an unknown codec: {m}"),
+        }
+    })?;
+    let table = order.table_view(storage_options)?;
+    table.protocol.check_writable(&table.display_location())?;
+    let plan = order.plan_for(&table, &wanted)?;
+    let mut options = options.clone().with_codec(codec);
+    if options.memory_limit_bytes.is_none() {
+        options.memory_limit_bytes = order.settings.memory_limit_bytes;
+    }
+    let mut reader = Reader::for_table(&table)?;
+    reader.cancel = Some(options.cancel.clone());
+    let bins = plan.bins().count();
+    progress.start(bins, plan.input_bytes());
+    let (table, reader, result, progress) =
+        crate::optimize::write_bins(table, plan, &options, reader, progress).await?;
+    let outcomes = result?;
+    let delete = async |reader: Reader, outcomes: &[BinOutcome]| {
+        let written: Vec<WrittenFile> = outcomes.iter().flat_map(|o| o.written.clone()).collect();
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::rewrite::delete_files(&reader.store, &reader.runtime, &written);
+        })
+        .await;
+    };
+    let verify = order.settings.verify || options.verify;
+    if verify {
+        let checked = {
+            let table = table.clone();
+            let outcomes = outcomes.clone();
+            let cancel = options.cancel.clone();
+            tokio::task::spawn_blocking(move || {
+                crate::verify::check_rewrite(&table, &outcomes, progress.as_ref(), &cancel)
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("the verify task failed: {e}")))?
+        };
+        if let Err(e) = checked {
+            delete(reader, &outcomes).await;
+            return Err(e);
+        }
+    }
+    if options.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+        delete(reader, &outcomes).await;
+        return Err(Error::Cancelled);
+    }
+    Ok(outcomes
+        .into_iter()
+        .map(|o| BinResult {
+            run_id: order.plan.run_id.clone(),
+            fingerprint: order.fingerprint.clone(),
+            bin_id: o.bin_id,
+            rows: o.rows,
+            spilled: o.spilled,
+            verified: verify,
+            files: o.written,
+        })
+        .collect())
+}
+
+fn describe_ids(ids: &[usize]) -> String {
+    match ids {
+        [] => "none".into(),
+        [one] => one.to_string(),
+        [first, .., last] if last - first + 1 == ids.len() => format!("{first} to {last}"),
+        _ => ids
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Options of the commit step.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommitOptions {
+    /// Bins per commit; 0 ([`DEFAULT_BATCH_BINS`]) commits every bin in one commit.
+    pub batch_bins: usize,
+}
+
+impl CommitOptions {
+    /// Commit at most `bins` bins per commit (0: all in one).
+    #[must_use]
+    pub fn with_batch_bins(mut self, bins: usize) -> Self {
+        self.batch_bins = bins;
+        self
+    }
+}
+
+/// A bin the commit step left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DroppedBin {
+    /// The bin's id.
+    pub bin_id: usize,
+    /// Why, for people: the version of another writer that removed one of its input files.
+    pub reason: String,
+}
+
+/// What the commit step did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CommitOutcome {
+    /// The table, for display.
+    pub table: String,
+    /// The run id.
+    pub run_id: String,
+    /// The version the plan read.
+    pub read_version: u64,
+    /// The versions committed by this step, one per batch, in order.
+    pub versions: Vec<u64>,
+    /// Bins committed by this step.
+    pub bins_committed: Vec<usize>,
+    /// Bins an earlier commit step of the same run had committed (skipped).
+    pub bins_already_committed: Vec<usize>,
+    /// Bins dropped because another writer removed or re-added one of their input files.
+    pub bins_dropped: Vec<DroppedBin>,
+    /// Bins of the plan with no result given (left uncommitted; their files are kept).
+    pub bins_without_result: Vec<usize>,
+    /// Files removed by this step's commits.
+    pub files_removed: u64,
+    /// Files added by this step's commits.
+    pub files_added: u64,
+    /// Bytes removed.
+    pub bytes_removed: u64,
+    /// Bytes added.
+    pub bytes_added: u64,
+    /// Rows rewritten by this step's commits.
+    pub rows: u64,
+    /// Data files of the run deleted because no commit refers to them (dropped bins, failed
+    /// or superseded attempts).
+    pub files_deleted: u64,
+}
+
+/// What the commits after the plan's version say about this run.
+#[derive(Debug, Default)]
+struct LogScan {
+    /// The first version not read yet.
+    next_version: u64,
+    /// Input paths (decoded) removed by this run's commits.
+    own_removed: HashSet<String>,
+    /// File names (last path segment) added by this run's commits.
+    own_added_names: HashSet<String>,
+    /// The highest `txn.version` of this run's commits.
+    last_batch: Option<i64>,
+    /// Paths (decoded) another writer removed or re-added: the version and the verb.
+    touched: HashMap<String, (u64, &'static str)>,
+    /// The first metadata or protocol change by another writer.
+    schema_change: Option<(u64, &'static str)>,
+    /// The row ID high-water mark of the newest commit that set one.
+    high_water_mark: Option<i64>,
+}
+
+impl LogScan {
+    /// Reads every commit from `next_version` on, until the first that does not exist.
+    async fn advance(&mut self, table: &TableView, run_id: &str) -> Result<()> {
+        let log_store = table.log_store.as_ref();
+        loop {
+            let version = self.next_version;
+            let Some(bytes) = log_store
+                .read_commit_entry(version)
+                .await
+                .map_err(|e| Error::delta(format!("reading version {version}"), e))?
+            else {
+                break;
+            };
+            self.read_commit(version, &bytes, run_id)?;
+            self.next_version += 1;
+        }
+        // A log whose entries after the plan's version were cleaned up reads as if nothing
+        // came after it: committing there would overwrite history.
+        let latest = log_store
+            .get_latest_version(self.next_version.saturating_sub(1))
+            .await
+            .map_err(|e| Error::delta("finding the latest version".to_string(), e))?;
+        if latest >= self.next_version {
+            return Err(Error::DamagedLog {
+                table: table.display_location(),
+                file: format!("_delta_log/{:020}.json", self.next_version),
+                message: format!(
+                    "is missing although version {latest} exists (log entries after the plan's version {} were cleaned up): plan again",
+                    table.version
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn read_commit(&mut self, version: u64, bytes: &[u8], run_id: &str) -> Result<()> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut actions = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let action: Value = serde_json::from_str(line).map_err(|source| Error::Json {
+                context: format!("reading commit {version}"),
+                source,
+            })?;
+            actions.push(action);
+        }
+        let own = actions.iter().any(|a| {
+            a.get("commitInfo")
+                .and_then(|c| c.get(COMMIT_INFO_RUN_ID))
+                .and_then(Value::as_str)
+                == Some(run_id)
+        });
+        let decoded = |path: &str| {
+            percent_encoding::percent_decode_str(path)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        for action in &actions {
+            if let Some(domain) = action.get("domainMetadata")
+                && domain.get("domain").and_then(Value::as_str)
+                    == Some(crate::table::row_tracking::ROW_TRACKING_DOMAIN)
+                && let Some(mark) = domain
+                    .get("configuration")
+                    .and_then(Value::as_str)
+                    .and_then(|c| serde_json::from_str::<Value>(c).ok())
+                    .and_then(|c| c.get("rowIdHighWaterMark").and_then(Value::as_i64))
+            {
+                self.high_water_mark = Some(mark);
+            }
+            if own {
+                if let Some(path) = action
+                    .get("remove")
+                    .and_then(|r| r.get("path"))
+                    .and_then(Value::as_str)
+                {
+                    self.own_removed.insert(decoded(path));
+                }
+                if let Some(path) = action
+                    .get("add")
+                    .and_then(|r| r.get("path"))
+                    .and_then(Value::as_str)
+                {
+                    let path = decoded(path);
+                    let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+                    self.own_added_names.insert(name);
+                }
+                if let Some(txn) = action.get("txn")
+                    && txn.get("appId").and_then(Value::as_str) == Some(run_id)
+                    && let Some(batch) = txn.get("version").and_then(Value::as_i64)
+                {
+                    self.last_batch = Some(self.last_batch.map_or(batch, |b| b.max(batch)));
+                }
+                continue;
+            }
+            if self.schema_change.is_none() {
+                if action.get("metaData").is_some() {
+                    self.schema_change = Some((version, "changed the table metadata"));
+                } else if action.get("protocol").is_some() {
+                    self.schema_change = Some((version, "changed the table protocol"));
+                }
+            }
+            for (kind, verb) in [("remove", "removed"), ("add", "re-added")] {
+                if let Some(path) = action
+                    .get(kind)
+                    .and_then(|a| a.get("path"))
+                    .and_then(Value::as_str)
+                {
+                    self.touched.entry(decoded(path)).or_insert((version, verb));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A result accepted for its bin.
+struct Accepted {
+    result: BinResult,
+    input_files: Vec<usize>,
+}
+
+/// Commits the results of `order`'s bins (see the module docs): checks them, skips bins this
+/// run already committed, drops bins another writer touched, and commits the rest in batches
+/// of `options.batch_bins`, each with a `txn` of the run. Must be called on a multi-threaded
+/// tokio runtime.
+///
+/// # Errors
+/// * [`Error::WorkOrder`] naming the bin whose result does not belong to the order (another
+///   run or plan, an unknown bin, rows that differ from the plan's, a file outside the bin's
+///   directory or not named after the run and bin) or whose file is missing or has another
+///   size; nothing is committed then.
+/// * [`Error::ConcurrentModification`] when another writer changed the table's metadata or
+///   protocol after the plan (the bins not committed yet are dropped and their files deleted),
+///   or won every race of a batch.
+/// * [`Error::DamagedLog`] when log entries after the plan's version were cleaned up.
+/// * [`Error::CommitOutcomeUnknown`], [`Error::Delta`], [`Error::ObjectStore`] from the
+///   store; the files of bins not committed are kept, so the step can be run again.
+pub async fn commit(
+    order: &WorkOrder,
+    results: Vec<BinResult>,
+    storage_options: StorageOptions,
+    options: &CommitOptions,
+) -> Result<CommitOutcome> {
+    let table = order.table_view(storage_options)?;
+    let run_id = order.plan.run_id.clone();
+    let mut outcome = CommitOutcome {
+        table: table.display_location(),
+        run_id: run_id.clone(),
+        read_version: table.version,
+        ..CommitOutcome::default()
+    };
+    // 1. Check every result against the order; the first result of a bin is the one used.
+    let mut accepted: BTreeMap<usize, Accepted> = BTreeMap::new();
+    let mut superseded: Vec<WrittenFile> = Vec::new();
+    for result in results {
+        let document = format!("the result of bin {}", result.bin_id);
+        let bad = |message: String| Error::WorkOrder {
+            document: document.clone(),
+            message,
+        };
+        if result.run_id != run_id {
+            return Err(bad(format!(
+                "belongs to run {}, not to this plan's run {run_id}",
+                result.run_id
+            )));
+        }
+        if result.fingerprint != order.fingerprint {
+            return Err(bad(format!(
+                "was made from another plan (fingerprint {}, this plan's is {})",
+                result.fingerprint, order.fingerprint
+            )));
+        }
+        let Some((partition, bin)) = order.bin(result.bin_id) else {
+            return Err(bad("names a bin this plan does not have".into()));
+        };
+        if let Some(expected) = bin.input_rows
+            && expected != result.rows
+        {
+            return Err(bad(format!(
+                "read {} rows, but its input files hold {expected} live rows",
+                result.rows
+            )));
+        }
+        let written: u64 = result.files.iter().map(|f| f.num_records).sum();
+        if written != result.rows {
+            return Err(bad(format!(
+                "wrote {written} rows in its files but read {}",
+                result.rows
+            )));
+        }
+        let prefix = if partition.directory.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", partition.directory)
+        };
+        let name_start = format!("part-{:05}-{run_id}-", bin.id);
+        for file in &result.files {
+            let name = file.path.strip_prefix(&prefix).unwrap_or("");
+            if name.contains('/') || !name.starts_with(&name_start) {
+                return Err(bad(format!(
+                    "names file '{}', which is not a file of this bin ('{prefix}{name_start}...')",
+                    file.path
+                )));
+            }
+        }
+        if accepted.contains_key(&bin.id) {
+            superseded.extend(result.files);
+            continue;
+        }
+        accepted.insert(
+            bin.id,
+            Accepted {
+                input_files: bin.files.clone(),
+                result,
+            },
+        );
+    }
+    // 2. Every written file of an accepted result exists with its size.
+    let store = table.log_store.object_store(None);
+    check_files_exist(&store, &accepted).await?;
+    // 3. What happened after the plan.
+    let mut scan = LogScan {
+        next_version: table.version + 1,
+        ..LogScan::default()
+    };
+    scan.advance(&table, &run_id).await?;
+    outcome.bins_without_result = order
+        .bin_ids()
+        .into_iter()
+        .filter(|id| !accepted.contains_key(id))
+        .collect();
+    let mut settled_files: Vec<WrittenFile> = superseded;
+    let mut attempts = 0;
+    loop {
+        // Sort the accepted bins: committed by this run before, touched by another writer,
+        // or still to commit.
+        let mut pending: Vec<usize> = Vec::new();
+        for (&id, bin) in &accepted {
+            if outcome.bins_committed.contains(&id) || outcome.bins_already_committed.contains(&id)
+            {
+                continue;
+            }
+            let paths: Vec<&str> = bin
+                .input_files
+                .iter()
+                .map(|&i| order.files[i].add.path.as_str())
+                .collect();
+            if outcome.bins_dropped.iter().any(|d| d.bin_id == id) {
+                continue;
+            }
+            if paths.iter().any(|p| scan.own_removed.contains(*p)) {
+                outcome.bins_already_committed.push(id);
+            } else if let Some((path, (version, verb))) =
+                paths.iter().find_map(|p| scan.touched.get_key_value(*p))
+            {
+                outcome.bins_dropped.push(DroppedBin {
+                    bin_id: id,
+                    reason: format!("version {version} {verb} its input file '{path}'"),
+                });
+                settled_files.extend(bin.result.files.clone());
+            } else {
+                pending.push(id);
+            }
+        }
+        if let Some((version, reason)) = scan.schema_change {
+            for id in &pending {
+                settled_files.extend(accepted[id].result.files.clone());
+            }
+            delete_paths(&store, settled_files.iter().map(|f| f.path.clone())).await;
+            return Err(Error::ConcurrentModification {
+                table: table.display_location(),
+                read_version: table.version,
+                winning_version: version,
+                reason: format!(
+                    "{reason}; {} committed before it, the {} other bins were not",
+                    outcome.bins_committed.len() + outcome.bins_already_committed.len(),
+                    pending.len()
+                ),
+            });
+        }
+        let Some(batch) = next_batch(&pending, options.batch_bins) else {
+            break;
+        };
+        // 4. One commit: a view at the last version read, with the row ID mark it left.
+        let mut view = table.clone();
+        view.version = scan.next_version - 1;
+        if let (Some(tracking), Some(mark)) = (view.row_tracking.as_mut(), scan.high_water_mark) {
+            tracking.high_water_mark = Some(mark);
+        }
+        let outcomes: Vec<BinOutcome> = batch
+            .iter()
+            .map(|id| {
+                let bin = &accepted[id];
+                BinOutcome {
+                    bin_id: *id,
+                    input_files: bin.input_files.clone(),
+                    rows: bin.result.rows,
+                    spilled: bin.result.spilled,
+                    written: bin.result.files.clone(),
+                }
+            })
+            .collect();
+        let mut actions = commit::actions(&view, &order.plan, &outcomes)?;
+        let batch_number = scan.last_batch.map_or(0, |b| b + 1);
+        actions.insert(
+            1,
+            Action::Txn(Transaction::new_with_last_update(
+                &run_id,
+                batch_number,
+                Some(chrono::Utc::now().timestamp_millis()),
+            )),
+        );
+        match commit::commit(&view, &actions).await {
+            Ok(version) => {
+                outcome.versions.push(version);
+                outcome.bins_committed.extend(batch.iter().copied());
+                for o in &outcomes {
+                    outcome.files_removed += o.input_files.len() as u64;
+                    outcome.bytes_removed += o
+                        .input_files
+                        .iter()
+                        .map(|&i| u64::try_from(order.files[i].add.size).unwrap_or(0))
+                        .sum::<u64>();
+                    outcome.files_added += o.written.len() as u64;
+                    outcome.bytes_added += o.written.iter().map(|w| w.size_bytes).sum::<u64>();
+                    outcome.rows += o.rows;
+                }
+                if let Err(e) = commit::write_checkpoint_if_due(&view, version).await {
+                    log::warn!("version {version} is committed, but its checkpoint failed: {e}");
+                }
+                attempts = 0;
+            }
+            // Another writer touched a file of the batch: read what it did and try again
+            // without the bins it touched.
+            Err(Error::ConcurrentModification { .. }) if attempts < MAX_BATCH_ATTEMPTS => {
+                attempts += 1;
+            }
+            Err(e) => return Err(e),
+        }
+        scan.advance(&table, &run_id).await?;
+    }
+    // 5. Files of the run no commit refers to: dropped bins, superseded results, and files of
+    // failed attempts of settled bins found in their directories.
+    let settled: BTreeSet<usize> = outcome
+        .bins_committed
+        .iter()
+        .chain(&outcome.bins_already_committed)
+        .chain(outcome.bins_dropped.iter().map(|d| &d.bin_id))
+        .copied()
+        .collect();
+    let mut doomed: BTreeSet<String> = settled_files
+        .iter()
+        .map(|f| f.path.clone())
+        .filter(|p| {
+            !scan
+                .own_added_names
+                .contains(p.rsplit('/').next().unwrap_or(p))
+        })
+        .collect();
+    doomed.extend(stray_files(&store, order, &settled, &scan.own_added_names).await?);
+    outcome.files_deleted = doomed.len() as u64;
+    delete_paths(&store, doomed.into_iter()).await;
+    outcome.bins_committed.sort_unstable();
+    outcome.bins_already_committed.sort_unstable();
+    Ok(outcome)
+}
+
+/// How often a batch is retried after losing to a conflicting writer (each retry drops the
+/// bins that writer touched).
+const MAX_BATCH_ATTEMPTS: usize = 3;
+
+fn next_batch(pending: &[usize], batch_bins: usize) -> Option<Vec<usize>> {
+    if pending.is_empty() {
+        return None;
+    }
+    let n = if batch_bins == 0 {
+        pending.len()
+    } else {
+        batch_bins.min(pending.len())
+    };
+    Some(pending[..n].to_vec())
+}
+
+/// Checks that every file of every accepted result exists with the size its result gives.
+async fn check_files_exist(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    accepted: &BTreeMap<usize, Accepted>,
+) -> Result<()> {
+    let files: Vec<(usize, &WrittenFile)> = accepted
+        .iter()
+        .flat_map(|(id, a)| a.result.files.iter().map(move |f| (*id, f)))
+        .collect();
+    let checks = futures::stream::iter(files.into_iter().map(|(id, file)| {
+        let store = store.clone();
+        async move {
+            let path = deltalake::Path::parse(&file.path)
+                .unwrap_or_else(|_| deltalake::Path::from(file.path.as_str()));
+            match store.head(&path).await {
+                Ok(meta) if meta.size == file.size_bytes => Ok(()),
+                Ok(meta) => Err(Error::WorkOrder {
+                    document: format!("the result of bin {id}"),
+                    message: format!(
+                        "names file '{}' of {} bytes, but the file has {} bytes",
+                        file.path, file.size_bytes, meta.size
+                    ),
+                }),
+                Err(deltalake::ObjectStoreError::NotFound { .. }) => Err(Error::WorkOrder {
+                    document: format!("the result of bin {id}"),
+                    message: format!(
+                        "names file '{}', which does not exist (deleted by a clean-up, or written to another table); execute the bin again",
+                        file.path
+                    ),
+                }),
+                Err(e) => Err(Error::ObjectStore {
+                    path: file.path.clone(),
+                    source: Box::new(e),
+                }),
+            }
+        }
+    }))
+    .buffer_unordered(32)
+    .collect::<Vec<_>>()
+    .await;
+    checks.into_iter().collect()
+}
+
+/// Files in the directories of `settled` bins named after the run and one of those bins
+/// that no commit of the run added: failed or superseded attempts.
+async fn stray_files(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    order: &WorkOrder,
+    settled: &BTreeSet<usize>,
+    committed_names: &HashSet<String>,
+) -> Result<Vec<String>> {
+    let mut by_directory: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for partition in &order.plan.partitions {
+        for bin in partition.bins.iter().filter(|b| settled.contains(&b.id)) {
+            by_directory
+                .entry(partition.directory.as_str())
+                .or_default()
+                .push(format!("part-{:05}-{}-", bin.id, order.plan.run_id));
+        }
+    }
+    let mut out = Vec::new();
+    for (directory, prefixes) in by_directory {
+        let prefix = (!directory.is_empty()).then(|| {
+            deltalake::Path::parse(directory).unwrap_or_else(|_| deltalake::Path::from(directory))
+        });
+        let listing = store
+            .list_with_delimiter(prefix.as_ref())
+            .await
+            .map_err(|e| Error::ObjectStore {
+                path: directory.to_string(),
+                source: Box::new(e),
+            })?;
+        for object in listing.objects {
+            let Some(name) = object.location.filename() else {
+                continue;
+            };
+            if prefixes.iter().any(|p| name.starts_with(p.as_str()))
+                && !committed_names.contains(name)
+            {
+                out.push(if directory.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{directory}/{name}")
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Deletes `paths` (relative to the table root), best effort: a failure is a warning.
+async fn delete_paths(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    paths: impl Iterator<Item = String>,
+) {
+    let paths: Vec<deltalake::Path> = paths
+        .map(|p| deltalake::Path::parse(&p).unwrap_or_else(|_| deltalake::Path::from(p.as_str())))
+        .collect();
+    if paths.is_empty() {
+        return;
+    }
+    let total = paths.len();
+    let failed: Vec<deltalake::ObjectStoreError> = store
+        .delete_stream(futures::stream::iter(paths.into_iter().map(Ok)).boxed())
+        .filter_map(|result| async move {
+            match result {
+                Ok(_) | Err(deltalake::ObjectStoreError::NotFound { .. }) => None,
+                Err(e) => Some(e),
+            }
+        })
+        .collect()
+        .await;
+    if let Some(first) = failed.first() {
+        log::warn!(
+            "{} of the {total} files of this run that no commit refers to could not be deleted (`vacuum` removes them once past its retention): {first}",
+            failed.len()
+        );
+    }
+}

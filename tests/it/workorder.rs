@@ -1,0 +1,575 @@
+//! Work orders: `plan`, `execute` in parallel processes, `commit` in batches, on real tables.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::cli::{run, stderr};
+use crate::fixture::{Fixture, load, rows, rows_with_row_ids, runtime};
+
+const BIN: &str = env!("CARGO_BIN_EXE_delta-layout");
+
+/// Runs the binary, expects exit code 0, returns standard output.
+fn ok(args: &[&str]) -> String {
+    let output = run(args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        stderr(&output)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Plans `table` into `dir/plan.json` with `options`; returns the order as JSON.
+fn plan(table: &str, dir: &Path, options: &[&str]) -> Value {
+    let out = dir.join("plan.json");
+    let mut args = vec!["plan", table, "--out", out.to_str().unwrap()];
+    args.extend_from_slice(options);
+    ok(&args);
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+fn bin_ids(order: &Value) -> Vec<u64> {
+    order["plan"]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["bins"].as_array().unwrap().iter())
+        .map(|b| b["id"].as_u64().unwrap())
+        .collect()
+}
+
+/// Executes `bins` in parallel processes (`xargs -P 3`), one result file per bin:
+/// `dir/r<bin>.json`.
+fn execute_in_processes(dir: &Path, bins: &[u64]) {
+    let ids: Vec<String> = bins.iter().map(ToString::to_string).collect();
+    let plan = dir.join("plan.json");
+    let script = format!(
+        "printf '%s\\n' {} | xargs -P 3 -I{{}} '{BIN}' execute '{}' --bin {{}} --out '{}/r{{}}.json' --quiet",
+        ids.join(" "),
+        plan.display(),
+        dir.display()
+    );
+    let status = Command::new("sh").arg("-c").arg(&script).status().unwrap();
+    assert!(status.success(), "{script}");
+}
+
+fn result_files(dir: &Path, bins: &[u64]) -> Vec<String> {
+    bins.iter()
+        .map(|b| dir.join(format!("r{b}.json")).display().to_string())
+        .collect()
+}
+
+/// Every data file of the latest snapshot: (partition values, stats), a multiset.
+fn layout(location: &str) -> BTreeMap<String, usize> {
+    let table = load(location);
+    let mut out = BTreeMap::new();
+    for file in &table.files {
+        let add = delta_layout::table::TableView::add_action(file);
+        let mut stats: Value = serde_json::from_str(add.stats.as_deref().unwrap()).unwrap();
+        // Bounds and counts, not how tight the writer says they are.
+        stats.as_object_mut().unwrap().remove("tightBounds");
+        let key = format!("{:?} {}", file.partition_values, stats);
+        *out.entry(key).or_default() += 1;
+    }
+    out
+}
+
+/// Files under the table root whose name holds `run_id`.
+fn files_of_run(root: &Path, run_id: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in walk(root) {
+        let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+        if name.contains(run_id) && !entry.to_string_lossy().contains("_delta_log") {
+            out.push(
+                entry
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    out.sort();
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Copies the table at `from` to a fresh directory (for the one-process comparison).
+fn copy_table(from: &Fixture) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("copy");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(&from.path)
+        .arg(&to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    (dir, to.display().to_string())
+}
+
+#[test]
+fn bins_in_parallel_processes_commit_in_batches_like_one_optimize() {
+    // Deletion vectors, column mapping and ten partitions; every file doubled, so every
+    // partition has files to compact, in several bins at a 1 KiB target.
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    table.double_files();
+    let location = table.location();
+    let (_copy_dir, copy) = copy_table(&table);
+    let before = rows(&location);
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(&location, work.path(), &["--target-size", "4KiB"]);
+    let run_id = order["plan"]["run_id"].as_str().unwrap().to_string();
+    let bins = bin_ids(&order);
+    assert!(bins.len() >= 6, "{bins:?}");
+    let read_version = order["table"]["version"].as_u64().unwrap();
+    assert_eq!(
+        table.next_version(),
+        read_version + 1,
+        "plan writes nothing"
+    );
+    assert!(files_of_run(&table.path, &run_id).is_empty());
+    // No secret and no relative path: the table is named by its absolute URL.
+    assert!(
+        order["table"]["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("file:///"),
+        "{}",
+        order["table"]["uri"]
+    );
+
+    // Bin `lost` runs once to the end but its result never arrives (a worker lost after
+    // writing), then runs again; bin `killed` is killed while it runs, then runs again.
+    let lost = bins[1];
+    let killed = bins[2];
+    ok(&[
+        "execute",
+        work.path().join("plan.json").to_str().unwrap(),
+        "--bin",
+        &lost.to_string(),
+        "--quiet",
+    ]);
+    let stray = files_of_run(&table.path, &run_id);
+    assert!(!stray.is_empty());
+    let mut child = Command::new(BIN)
+        .args([
+            "execute",
+            work.path().join("plan.json").to_str().unwrap(),
+            "--bin",
+            &killed.to_string(),
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(40));
+    let _ = child.kill();
+    let _ = child.wait();
+    execute_in_processes(work.path(), &bins);
+    assert_eq!(
+        table.next_version(),
+        read_version + 1,
+        "execute commits nothing"
+    );
+    assert_eq!(rows(&location), before, "execute changes no row");
+
+    // Commit, two bins per commit.
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let results = result_files(work.path(), &bins);
+    let mut args = vec!["commit", plan_path.as_str(), "--batch-size", "2", "--json"];
+    args.extend(results.iter().map(String::as_str));
+    let outcome: Value = serde_json::from_str(&ok(&args)).unwrap();
+    let versions: Vec<u64> = outcome["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(versions.len(), bins.len().div_ceil(2), "{outcome}");
+    assert_eq!(
+        versions,
+        (read_version + 1..=read_version + versions.len() as u64).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        outcome["bins_committed"].as_array().unwrap().len(),
+        bins.len()
+    );
+    assert!(outcome["bins_dropped"].as_array().unwrap().is_empty());
+    // Each batch is one transaction of the run: txn appId = run id, version = batch number.
+    for (batch, version) in versions.iter().enumerate() {
+        let actions = table.commit(*version);
+        let txn: Vec<&Value> = actions.iter().filter_map(|a| a.get("txn")).collect();
+        assert_eq!(txn.len(), 1, "{actions:?}");
+        assert_eq!(txn[0]["appId"], run_id.as_str());
+        assert_eq!(txn[0]["version"], batch as u64);
+        assert!(
+            actions
+                .iter()
+                .all(|a| a.get("add").is_none_or(|add| add["dataChange"] == false))
+        );
+    }
+    assert_eq!(rows(&location), before, "the same rows after the commits");
+
+    // No file of the run is left that the log does not name: the lost attempt's and the
+    // killed attempt's files were deleted.
+    let live: Vec<String> = load(&location)
+        .files
+        .iter()
+        .filter(|f| f.path.contains(&run_id))
+        .map(|f| f.path.clone())
+        .collect();
+    let mut live_sorted = live.clone();
+    live_sorted.sort();
+    assert_eq!(files_of_run(&table.path, &run_id), live_sorted);
+    for file in &stray {
+        assert!(!table.path.join(file).exists(), "{file} left behind");
+    }
+    assert!(outcome["files_deleted"].as_u64().unwrap() >= stray.len() as u64);
+
+    // A second commit adds nothing.
+    let log_before = table.log_versions();
+    let again: Value = serde_json::from_str(&ok(&args)).unwrap();
+    assert_eq!(table.log_versions(), log_before);
+    assert!(again["versions"].as_array().unwrap().is_empty());
+    assert_eq!(
+        again["bins_already_committed"].as_array().unwrap().len(),
+        bins.len()
+    );
+
+    // The same layout as one `optimize` process on a copy of the table.
+    ok(&[
+        "optimize",
+        &copy,
+        "--target-size",
+        "4KiB",
+        "--no-report",
+        "--quiet",
+    ]);
+    assert_eq!(rows(&copy), before);
+    assert_eq!(layout(&location), layout(&copy));
+}
+
+#[test]
+fn an_append_between_plan_and_commit_lands_and_a_touched_bin_is_dropped() {
+    // Two bins: the files of partitions 6 and 8 whose deletion vectors delete many rows.
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    let location = table.location();
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(&location, work.path(), &["--target-size", "2KiB"]);
+    let bins = bin_ids(&order);
+    assert_eq!(bins.len(), 2, "{order}");
+    execute_in_processes(work.path(), &bins);
+    // Another writer appends (a copy of every file without a deletion vector) ...
+    table.double_files();
+    let with_append = rows(&location);
+    // ... and another deletes an input file of the first bin (as a compaction of the same
+    // files would remove it).
+    let first_bin = &order["plan"]["partitions"][0]["bins"][0];
+    let victim = &order["files"][usize::try_from(first_bin["files"][0].as_u64().unwrap()).unwrap()];
+    let raw_path = victim["raw_path"].as_str().unwrap();
+    let mut remove = victim["add"].clone();
+    let remove = remove.as_object_mut().unwrap();
+    remove.insert("path".into(), Value::String(raw_path.to_string()));
+    remove.insert("dataChange".into(), Value::Bool(true));
+    remove.insert("deletionTimestamp".into(), Value::from(1));
+    for key in ["stats", "modificationTime", "tags"] {
+        remove.remove(key);
+    }
+    table.write_commit(
+        table.next_version(),
+        &[
+            serde_json::json!({"commitInfo": {"operation": "DELETE"}}),
+            serde_json::json!({"remove": remove}),
+        ],
+    );
+    let expected = rows(&location);
+    assert!(expected.len() < with_append.len());
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let results = result_files(work.path(), &bins);
+    let mut args = vec!["commit", plan_path.as_str(), "--json"];
+    args.extend(results.iter().map(String::as_str));
+    let outcome: Value = serde_json::from_str(&ok(&args)).unwrap();
+    let dropped = outcome["bins_dropped"].as_array().unwrap();
+    assert_eq!(dropped.len(), 1, "{outcome}");
+    assert_eq!(dropped[0]["bin_id"], first_bin["id"]);
+    assert!(
+        dropped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("removed its input file"),
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome["bins_committed"].as_array().unwrap().len(),
+        bins.len() - 1
+    );
+    assert_eq!(outcome["versions"].as_array().unwrap().len(), 1);
+    // The appended rows are there, the deleted file's rows are not back, nothing doubled.
+    assert_eq!(rows(&location), expected);
+    // The dropped bin's files are gone.
+    let dropped_prefix = format!(
+        "part-{:05}-{}-",
+        first_bin["id"].as_u64().unwrap(),
+        order["plan"]["run_id"].as_str().unwrap()
+    );
+    assert!(
+        walk(&table.path)
+            .iter()
+            .all(|p| !p.to_string_lossy().contains(&dropped_prefix)),
+        "files of the dropped bin left behind"
+    );
+}
+
+#[test]
+fn row_ids_another_writer_assigns_after_the_plan_are_not_given_twice() {
+    // A liquid-clustered table with row tracking: the plan clusters its files in one bin.
+    let table = Fixture::copy("row-tracking-liquid");
+    let location = table.location();
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(&location, work.path(), &[]);
+    let bins = bin_ids(&order);
+    assert_eq!(bins.len(), 1, "{order}");
+    execute_in_processes(work.path(), &bins);
+    // Another writer appends a file with fresh row IDs and raises the high-water mark.
+    let view = load(&location);
+    let mark = view.row_tracking.as_ref().unwrap().high_water_mark.unwrap();
+    let file = &view.files[0];
+    let appended_rows = i64::try_from(file.num_records().unwrap()).unwrap();
+    let name = format!("appended-{}", file.path.rsplit('/').next().unwrap());
+    std::fs::copy(table.path.join(&file.path), table.path.join(&name)).unwrap();
+    let version = table.next_version();
+    let mut add = serde_json::to_value(delta_layout::table::TableView::add_action(file)).unwrap();
+    let fields = add.as_object_mut().unwrap();
+    fields.retain(|_, v| !v.is_null());
+    fields.insert("path".into(), Value::String(name));
+    fields.insert("dataChange".into(), Value::Bool(true));
+    fields.insert("baseRowId".into(), Value::from(mark + 1));
+    fields.insert("defaultRowCommitVersion".into(), Value::from(version));
+    table.write_commit(
+        version,
+        &[
+            serde_json::json!({"commitInfo": {"operation": "WRITE"}}),
+            serde_json::json!({"add": add}),
+            serde_json::json!({"domainMetadata": {
+                "domain": "delta.rowTracking",
+                "configuration": serde_json::json!({"rowIdHighWaterMark": mark + appended_rows}).to_string(),
+                "removed": false,
+            }}),
+        ],
+    );
+    let before = rows_with_row_ids(&location);
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let results = result_files(work.path(), &bins);
+    let mut args = vec!["commit", plan_path.as_str(), "--json"];
+    args.extend(results.iter().map(String::as_str));
+    let outcome: Value = serde_json::from_str(&ok(&args)).unwrap();
+    let versions = outcome["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{outcome}");
+    assert_eq!(
+        rows_with_row_ids(&location),
+        before,
+        "stable row IDs changed"
+    );
+    let actions = table.commit(versions[0].as_u64().unwrap());
+    let first_base = actions
+        .iter()
+        .filter_map(|a| a.get("add"))
+        .map(|a| a["baseRowId"].as_i64().unwrap())
+        .min()
+        .unwrap();
+    assert_eq!(
+        first_base,
+        mark + appended_rows + 1,
+        "row IDs above the new mark"
+    );
+}
+
+#[test]
+fn bad_orders_and_results_are_refused_and_change_nothing() {
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    table.double_files();
+    let location = table.location();
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(&location, work.path(), &["--target-size", "2KiB"]);
+    let bins = bin_ids(&order);
+    let plan_path = work.path().join("plan.json");
+    let plan_str = plan_path.to_str().unwrap();
+    let listing = table.listing();
+    let expect = |args: &[&str], needle: &str| {
+        let output = run(args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(needle), "'{needle}' not in: {message}");
+        assert_eq!(message.trim().lines().count(), 1, "{message}");
+        assert_eq!(table.listing(), listing, "{args:?} changed the table");
+    };
+    // An altered order (a bin's expected rows edited).
+    let mut altered = order.clone();
+    altered["plan"]["partitions"][0]["bins"][0]["input_rows"] = Value::from(1);
+    let altered_path = work.path().join("altered.json");
+    std::fs::write(&altered_path, altered.to_string()).unwrap();
+    expect(
+        &["execute", altered_path.to_str().unwrap(), "--bin", "0"],
+        "was altered after it was made",
+    );
+    // Another format version.
+    let mut future = order.clone();
+    future["format_version"] = Value::from(2);
+    let future_path = work.path().join("future.json");
+    std::fs::write(&future_path, future.to_string()).unwrap();
+    expect(
+        &["execute", future_path.to_str().unwrap(), "--all-bins"],
+        "has format version 2",
+    );
+    // Not a work order at all, and a missing file.
+    expect(
+        &[
+            "commit",
+            table
+                .path
+                .join("_delta_log/00000000000000000000.json")
+                .to_str()
+                .unwrap(),
+        ],
+        "is not JSON",
+    );
+    expect(
+        &["execute", "/nonexistent/plan.json", "--bin", "0"],
+        "cannot be read",
+    );
+    // A bin the plan does not have.
+    expect(&["execute", plan_str, "--bin", "999"], "has no bin 999");
+
+    // A result of another plan of the same table.
+    let other_dir = tempfile::tempdir().unwrap();
+    plan(&location, other_dir.path(), &["--target-size", "2KiB"]);
+    let other_result = other_dir.path().join("r.json");
+    ok(&[
+        "execute",
+        other_dir.path().join("plan.json").to_str().unwrap(),
+        "--bin",
+        &bins[0].to_string(),
+        "--out",
+        other_result.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let listing_with_other = table.listing();
+    let output = run(&["commit", plan_str, other_result.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("belongs to run"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(table.listing(), listing_with_other);
+
+    // A result whose rows were edited, and one whose file is gone.
+    let good = work.path().join("good.json");
+    ok(&[
+        "execute",
+        plan_str,
+        "--bin",
+        &bins[0].to_string(),
+        "--out",
+        good.to_str().unwrap(),
+        "-q",
+    ]);
+    let listing_with_good = table.listing();
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&good).unwrap()).unwrap();
+    let mut edited = result.clone();
+    edited["results"][0]["rows"] = Value::from(result["results"][0]["rows"].as_u64().unwrap() + 1);
+    let edited_path = work.path().join("edited.json");
+    std::fs::write(&edited_path, edited.to_string()).unwrap();
+    let output = run(&["commit", plan_str, edited_path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("the result of bin"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(table.listing(), listing_with_good);
+    let written = result["results"][0]["files"][0]["path"].as_str().unwrap();
+    std::fs::remove_file(table.path.join(written)).unwrap();
+    let output = run(&["commit", plan_str, good.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("does not exist"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        table.next_version(),
+        order["table"]["version"].as_u64().unwrap() + 1
+    );
+}
+
+#[test]
+fn an_order_rebuilds_the_table_without_reading_the_log() {
+    // The description in an order, and the input files, give the same view as the log.
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    table.double_files();
+    let view = load(&table.location());
+    let options = delta_layout::plan::PlanOptions::default().with_target_file_bytes(Some(2048));
+    let plan = delta_layout::plan::plan(&view, &options).unwrap();
+    let order = delta_layout::workorder::WorkOrder::new(
+        &view,
+        plan.clone(),
+        delta_layout::workorder::OrderSettings {
+            codec: "zstd:1".into(),
+            memory_limit_bytes: None,
+            verify: false,
+        },
+    )
+    .unwrap();
+    let json = order.to_json().unwrap();
+    let read = delta_layout::workorder::WorkOrder::from_json(&json, "order").unwrap();
+    assert_eq!(read, order);
+    let _rt = runtime();
+    let rebuilt = read.table_view(Default::default()).unwrap();
+    assert_eq!(rebuilt.version, view.version);
+    assert_eq!(rebuilt.schema, view.schema);
+    assert_eq!(rebuilt.column_mapping, view.column_mapping);
+    assert_eq!(
+        rebuilt.partition_physical_names,
+        view.partition_physical_names
+    );
+    assert_eq!(rebuilt.protocol, view.protocol);
+    assert_eq!(rebuilt.files.len(), plan.num_input_files());
+    for (bin, rebuilt_bin) in plan.bins().zip(read.plan.bins()) {
+        for (&i, &j) in bin.files.iter().zip(&rebuilt_bin.files) {
+            let (a, b) = (&view.files[i], &rebuilt.files[j]);
+            assert_eq!(a.path, b.path);
+            assert_eq!(a.raw_path, b.raw_path);
+            assert_eq!(a.partition_values, b.partition_values);
+            assert_eq!(a.stats, b.stats);
+            assert_eq!(a.deletion_vector, b.deletion_vector);
+        }
+    }
+    // Planning is pure: the rebuilt view (its files only) plans the same bins.
+    let replanned = delta_layout::plan::plan(&rebuilt, &options).unwrap();
+    assert_eq!(replanned.bins().count(), plan.bins().count());
+    for (a, b) in replanned.bins().zip(plan.bins()) {
+        let paths = |view: &delta_layout::table::TableView, files: &[usize]| -> Vec<String> {
+            files.iter().map(|&i| view.files[i].path.clone()).collect()
+        };
+        assert_eq!(paths(&rebuilt, &a.files), paths(&view, &b.files));
+    }
+}
