@@ -49,6 +49,8 @@ use crate::plan::cluster::{Clustering, TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUB
 use crate::progress::{Phase, Progress, Scope};
 use crate::table::TableView;
 
+mod spill;
+
 /// Seed of the reservoirs: the same input gives the same layout.
 pub const SAMPLE_SEED: u64 = 0x00de_17a1_a70c;
 
@@ -639,113 +641,5 @@ mod tests {
         }
         assert!(range_boundaries(&keys, 1).is_empty());
         assert!(range_boundaries(&[], 5).is_empty());
-    }
-}
-
-mod spill {
-    //! Per-range spill files: Arrow IPC streams in a temporary directory that is removed when
-    //! the last handle goes, on success and on failure alike.
-
-    use std::fs::File;
-    use std::io::{BufReader, BufWriter};
-    use std::path::Path;
-    use std::sync::{Arc, Mutex};
-
-    use deltalake::arrow::array::RecordBatch;
-    use deltalake::arrow::ipc::reader::StreamReader;
-    use deltalake::arrow::ipc::writer::StreamWriter;
-
-    use super::RangeRows;
-    use crate::error::{Error, Result};
-
-    /// Spill files being written, one per range (created on first use).
-    pub(super) struct SpillFiles {
-        directory: Arc<tempfile::TempDir>,
-        writers: Vec<Mutex<Option<StreamWriter<BufWriter<File>>>>>,
-    }
-
-    /// One finished spill file; holds the directory alive.
-    pub(super) struct SpillFile {
-        _directory: Arc<tempfile::TempDir>,
-        path: std::path::PathBuf,
-    }
-
-    fn io(path: &Path, source: std::io::Error) -> Error {
-        Error::Internal(format!("spill file '{}': {source}", path.display()))
-    }
-
-    impl SpillFiles {
-        pub(super) fn create(parent: Option<&Path>, ranges: usize) -> Result<Self> {
-            let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
-            let directory = tempfile::Builder::new()
-                .prefix(&super::super::leftovers::spill_prefix())
-                .tempdir_in(&parent)
-                .map_err(|e| io(&parent, e))?;
-            Ok(Self {
-                directory: Arc::new(directory),
-                writers: (0..ranges).map(|_| Mutex::new(None)).collect(),
-            })
-        }
-
-        fn path(&self, range: usize) -> std::path::PathBuf {
-            self.directory
-                .path()
-                .join(format!("range-{range:06}.arrows"))
-        }
-
-        pub(super) fn append(&self, range: usize, batch: &RecordBatch) -> Result<()> {
-            let mut slot = self.writers[range]
-                .lock()
-                .map_err(|_| Error::Internal("a spill writer was poisoned".into()))?;
-            if slot.is_none() {
-                let path = self.path(range);
-                let file = File::create(&path).map_err(|e| io(&path, e))?;
-                let writer = StreamWriter::try_new(BufWriter::new(file), &batch.schema())
-                    .map_err(|e| Error::arrow("spilling rows", e))?;
-                *slot = Some(writer);
-            }
-            slot.as_mut()
-                .expect("created above")
-                .write(batch)
-                .map_err(|e| Error::arrow("spilling rows", e))
-        }
-
-        pub(super) fn finish(self) -> Result<Vec<RangeRows>> {
-            let mut out = Vec::with_capacity(self.writers.len());
-            for (range, slot) in self.writers.into_iter().enumerate() {
-                let writer = slot
-                    .into_inner()
-                    .map_err(|_| Error::Internal("a spill writer was poisoned".into()))?;
-                match writer {
-                    None => out.push(RangeRows::Spilled(None)),
-                    Some(mut writer) => {
-                        writer
-                            .finish()
-                            .map_err(|e| Error::arrow("closing a spill file", e))?;
-                        out.push(RangeRows::Spilled(Some(SpillFile {
-                            _directory: self.directory.clone(),
-                            path: self
-                                .directory
-                                .path()
-                                .join(format!("range-{range:06}.arrows")),
-                        })));
-                    }
-                }
-            }
-            Ok(out)
-        }
-    }
-
-    impl SpillFile {
-        pub(super) fn read(self) -> Result<Vec<RecordBatch>> {
-            let file = File::open(&self.path).map_err(|e| io(&self.path, e))?;
-            let reader = StreamReader::try_new(BufReader::new(file), None)
-                .map_err(|e| Error::arrow("reading a spill file", e))?;
-            let batches = reader
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Error::arrow("reading a spill file", e))?;
-            std::fs::remove_file(&self.path).map_err(|e| io(&self.path, e))?;
-            Ok(batches)
-        }
     }
 }
