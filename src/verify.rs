@@ -902,6 +902,31 @@ fn render_key(key: &[u8]) -> String {
     format!("({})", parts.join(", "))
 }
 
+/// A file this run wrote, not in the log yet, as a [`DataFile`] so that it can be read back.
+fn written_file(
+    file: &crate::rewrite::WrittenFile,
+    partition_values: Vec<Option<String>>,
+) -> DataFile {
+    DataFile {
+        path: file.path.clone(),
+        raw_path: file.path.clone(),
+        size_bytes: file.size_bytes,
+        modification_time_ms: 0,
+        raw_partition_values: partition_values.clone(),
+        partition_values,
+        stats: Some(crate::table::FileStats {
+            num_records: Some(file.num_records),
+            ..crate::table::FileStats::default()
+        }),
+        deletion_vector: None,
+        tags: std::collections::BTreeMap::new(),
+        clustering_provider: None,
+        base_row_id: None,
+        default_row_commit_version: None,
+        add: deltalake::kernel::Add::default(),
+    }
+}
+
 /// Checks a rewrite before it is committed (`optimize --verify`): per partition, the rows
 /// read from the input files (deleted rows excluded) and the rows in the written files
 /// must have equal fingerprints. Blocks on the tokio runtime: call it off its workers.
@@ -955,7 +980,7 @@ pub(crate) fn check_rewrite(
             }
             let mut written = Fingerprint::default();
             for w in &bin.written {
-                let file = DataFile::written(w, template.partition_values.clone());
+                let file = written_file(w, template.partition_values.clone());
                 encoder.hash_rows(&file, &reader.read(&file)?, &mut |h, _| written.add(h))?;
                 check(w.size_bytes)?;
             }

@@ -575,31 +575,6 @@ impl TableView {
 }
 
 impl DataFile {
-    /// A file this run wrote, not in the log yet, so that it can be read back.
-    pub(crate) fn written(
-        file: &crate::rewrite::WrittenFile,
-        partition_values: Vec<Option<String>>,
-    ) -> Self {
-        Self {
-            path: file.path.clone(),
-            raw_path: file.path.clone(),
-            size_bytes: file.size_bytes,
-            modification_time_ms: 0,
-            raw_partition_values: partition_values.clone(),
-            partition_values,
-            stats: Some(FileStats {
-                num_records: Some(file.num_records),
-                ..FileStats::default()
-            }),
-            deletion_vector: None,
-            tags: BTreeMap::new(),
-            clustering_provider: None,
-            base_row_id: None,
-            default_row_commit_version: None,
-            add: Add::default(),
-        }
-    }
-
     fn from_add(add: Add, raw_path: String, partition_physical_names: &[String]) -> Result<Self> {
         let size_bytes = u64::try_from(add.size).map_err(|_| {
             Error::data_file(&add.path, format!("has a negative size {}", add.size))
