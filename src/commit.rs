@@ -258,7 +258,7 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
                 Value::String(
                     plan.clustering
                         .as_ref()
-                        .map_or("none", |c| crate::plan::cluster::curve_name(c.curve))
+                        .map_or("none", |c| c.curve.name())
                         .to_string(),
                 ),
             ),

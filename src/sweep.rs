@@ -83,11 +83,7 @@ impl Layout {
             )
         };
         let (kind, columns) = spec.split_once(':').ok_or_else(bad)?;
-        let curve = match kind.trim().to_ascii_lowercase().as_str() {
-            "zorder" => Curve::ZOrder,
-            "hilbert" => Curve::Hilbert,
-            _ => return Err(bad()),
-        };
+        let curve = Curve::parse(kind).ok_or_else(bad)?;
         let columns: Vec<String> = crate::column::split_list(columns)
             .map_err(|message| Error::invalid_option("--layout", message))?;
         if columns.is_empty() {
@@ -101,11 +97,7 @@ impl Layout {
     pub fn name(&self) -> String {
         match self {
             Self::Compact => "compact".into(),
-            Self::Curve { curve, columns } => format!(
-                "{}:{}",
-                crate::plan::cluster::curve_name(*curve),
-                columns.join(",")
-            ),
+            Self::Curve { curve, columns } => format!("{}:{}", curve.name(), columns.join(",")),
         }
     }
 }

@@ -28,6 +28,50 @@ pub enum Curve {
     Hilbert,
 }
 
+/// Tag naming the cube a file belongs to (Delta Spark's Z-order cube tags).
+pub const TAG_CUBE_ID: &str = "ZCUBE_ID";
+/// Tag with the JSON list of the clustering columns of the cube.
+pub const TAG_CUBE_COLUMNS: &str = "ZCUBE_ZORDER_BY";
+/// Tag with the curve of the cube ([`Curve::name`]: `zorder` or `hilbert`).
+pub const TAG_CUBE_CURVE: &str = "ZCUBE_ZORDER_CURVE";
+
+impl Curve {
+    /// Every curve, in the order options list them.
+    pub const ALL: [Curve; 2] = [Curve::ZOrder, Curve::Hilbert];
+
+    /// The curve's name in tags, commits, plans and options: `zorder` or `hilbert`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Curve::ZOrder => "zorder",
+            Curve::Hilbert => "hilbert",
+        }
+    }
+
+    /// The curve named `name` ([`Curve::name`], case-insensitive), `None` for another name.
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+impl serde::Serialize for Curve {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Curve {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(d)?;
+        Self::parse(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown curve '{name}' (zorder or hilbert)"))
+        })
+    }
+}
+
 /// Bits per column for `dimensions` columns: `floor(64 / dimensions)`, at most
 /// [`MAX_BITS_PER_DIMENSION`], so a 6-column key still fits 64 bits.
 #[must_use]

@@ -29,12 +29,7 @@ use crate::curve::{Curve, MAX_DIMENSIONS};
 use crate::error::{Error, Result};
 use crate::table::{DataFile, LeafColumn, TableView};
 
-/// Tag naming the cube a file belongs to.
-pub const TAG_CUBE_ID: &str = "ZCUBE_ID";
-/// Tag with the JSON list of the clustering columns of the cube.
-pub const TAG_CUBE_COLUMNS: &str = "ZCUBE_ZORDER_BY";
-/// Tag with the curve of the cube (`zorder` or `hilbert`).
-pub const TAG_CUBE_CURVE: &str = "ZCUBE_ZORDER_CURVE";
+pub use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
 
 /// The `clusteringProvider` delta-layout writes on tables with the `clustering` feature.
 pub const CLUSTERING_PROVIDER: &str = "delta-layout";
@@ -73,10 +68,6 @@ impl ClusterRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Clustering {
     /// The curve, `zorder` or `hilbert`.
-    #[serde(
-        serialize_with = "serialize_curve",
-        deserialize_with = "deserialize_curve"
-    )]
     pub curve: Curve,
     /// Logical column names, dotted for nested fields, in key order.
     pub columns: Vec<String>,
@@ -90,30 +81,6 @@ pub struct Clustering {
     /// `Some(CLUSTERING_PROVIDER)` on tables with the `clustering` feature: written files carry
     /// it, and files of other providers are never reclustered.
     pub provider: Option<String>,
-}
-
-fn serialize_curve<S: serde::Serializer>(curve: &Curve, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(curve_name(*curve))
-}
-
-fn deserialize_curve<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Curve, D::Error> {
-    let name = <String as serde::Deserialize>::deserialize(d)?;
-    match name.as_str() {
-        "zorder" => Ok(Curve::ZOrder),
-        "hilbert" => Ok(Curve::Hilbert),
-        other => Err(serde::de::Error::custom(format!(
-            "unknown curve '{other}' (zorder or hilbert)"
-        ))),
-    }
-}
-
-/// The tag value and display name of a curve.
-#[must_use]
-pub fn curve_name(curve: Curve) -> &'static str {
-    match curve {
-        Curve::ZOrder => "zorder",
-        Curve::Hilbert => "hilbert",
-    }
 }
 
 impl Clustering {
@@ -148,7 +115,7 @@ impl Clustering {
             let cube = tag(file, TAG_CUBE_ID).filter(|_| {
                 file.deletion_vector.is_none()
                     && tag(file, TAG_CUBE_COLUMNS).as_deref() == Some(columns.as_str())
-                    && tag(file, TAG_CUBE_CURVE).as_deref() == Some(curve_name(self.curve))
+                    && tag(file, TAG_CUBE_CURVE).as_deref() == Some(self.curve.name())
             });
             match cube {
                 Some(id) => {
@@ -180,7 +147,7 @@ impl Clustering {
 /// [`MAX_DIMENSIONS`]; [`Error::UnknownColumn`] naming the column for a duplicate, a partition
 /// column, an unknown column, or a column of a type without order (struct, map, array).
 pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering> {
-    let flag = format!("--{}", curve_name(request.curve));
+    let flag = format!("--{}", request.curve.name());
     let requested = request
         .columns
         .iter()

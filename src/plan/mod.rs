@@ -347,7 +347,7 @@ impl fmt::Display for Plan {
             writeln!(
                 f,
                 "cluster along a {} curve on {}",
-                cluster::curve_name(c.curve),
+                c.curve.name(),
                 c.columns.join(", ")
             )?;
         }

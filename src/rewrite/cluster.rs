@@ -43,9 +43,10 @@ use super::write::{RollingWriter, WriterConfig, WrittenFile};
 use super::{READ_ROWS_PER_WRITE, RewriteContext};
 use crate::curve::keys::{ColumnBuckets, DEFAULT_SAMPLE_ROWS, Reservoir, normalize};
 use crate::curve::{Curve, bits_per_dimension};
+use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
 use crate::error::{Error, Result};
 use crate::plan::Bin;
-use crate::plan::cluster::{Clustering, TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID, curve_name};
+use crate::plan::cluster::Clustering;
 use crate::progress::{Phase, Progress, Scope};
 use crate::table::TableView;
 
@@ -213,7 +214,7 @@ pub(crate) fn run(
         (TAG_CUBE_COLUMNS.to_string(), clustering.columns_json()),
         (
             TAG_CUBE_CURVE.to_string(),
-            curve_name(clustering.curve).to_string(),
+            clustering.curve.name().to_string(),
         ),
     ]);
     // Out of core, as many ranges at once as the budget holds (each about twice its rows'

@@ -128,7 +128,7 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
                 .as_ref()
                 .map_or(String::new(), |c| format!(
                     " ({} on {})",
-                    delta_layout::plan::cluster::curve_name(c.curve),
+                    c.curve.name(),
                     c.columns.join(", ")
                 )),
             count(o.files_removed, "file"),
@@ -157,7 +157,7 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "partitions": o.partitions,
         "bins": o.bins,
         "bins_spilled": o.bins_spilled,
-        "curve": o.plan.clustering.as_ref().map(|c| delta_layout::plan::cluster::curve_name(c.curve)),
+        "curve": o.plan.clustering.as_ref().map(|c| c.curve.name()),
         "columns": o.plan.clustering.as_ref().map(|c| c.columns.clone()),
         "duration_ms": u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
         "metrics": o.metrics,
