@@ -55,6 +55,7 @@ pub mod size;
 pub mod sweep;
 pub mod table;
 pub mod vacuum;
+pub mod value;
 pub mod verify;
 pub mod workorder;
 

@@ -37,10 +37,10 @@ use serde::Serialize;
 use xxhash_rust::xxh64::xxh64;
 
 use crate::error::{Error, Result};
-use crate::predicate::{Typed, normalize_float, parse_typed};
 use crate::progress::{NoProgress, Phase, Progress, Scope};
 use crate::rewrite::read::FileReader;
 use crate::table::{DataFile, TableView};
+use crate::value::{Typed, normalize_float, parse_typed};
 
 /// The order-independent fingerprint of a multiset of rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

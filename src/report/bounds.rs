@@ -22,8 +22,9 @@ use deltalake::kernel::{DataType, PrimitiveType};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::predicate::{CompareOp, Literal, Predicate, Typed, parse_typed, typed_literal};
+use crate::predicate::{CompareOp, Literal, Predicate, typed_literal};
 use crate::table::{DataFile, TableView};
+use crate::value::{Typed, parse_typed};
 
 /// Table property: how many characters of a string Delta writers keep in min/max stats.
 pub const PROP_STRING_PREFIX_LENGTH: &str = "delta.dataSkippingStringPrefixLength";

@@ -857,7 +857,7 @@ fn layout(
             + usize::from(!ranges.len().is_multiple_of(MAX_DRAWN_FILES));
         ranges = ranges.into_iter().step_by(step).collect();
     }
-    let literal = |v: Option<&crate::predicate::Typed>| {
+    let literal = |v: Option<&crate::value::Typed>| {
         v.map_or_else(
             || "NULL".to_string(),
             |v| model::typed_literal(v).to_string(),

@@ -12,8 +12,9 @@ use std::cmp::Ordering;
 use chrono::{DateTime, NaiveDate};
 use deltalake::kernel::{DataType, PrimitiveType};
 
-use crate::predicate::{Literal, Typed};
+use crate::predicate::Literal;
 use crate::report::bounds::FileBounds;
+use crate::value::Typed;
 
 /// How positions on the axis map back to values.
 #[derive(Debug, Clone)]

@@ -708,7 +708,7 @@ async fn remote_load_error(
 /// "Partition Value Serialization"): integers within their width, numbers, booleans, dates
 /// and timestamps as the predicate language reads them.
 pub(crate) fn partition_value_fits(data_type: &deltalake::kernel::DataType, text: &str) -> bool {
-    use crate::predicate::{Typed, parse_typed};
+    use crate::value::{Typed, parse_typed};
     use deltalake::kernel::{DataType, PrimitiveType as P};
     let DataType::Primitive(p) = data_type else {
         return true;
