@@ -49,6 +49,7 @@ pub mod optimize;
 pub mod plan;
 pub mod predicate;
 pub mod progress;
+pub mod pruning;
 pub mod report;
 pub mod rewrite;
 pub mod size;

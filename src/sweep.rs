@@ -254,7 +254,7 @@ pub async fn sweep(
     Analysis::new(&table, report_columns(&table, options).as_deref())
         .map_err(|e| Error::invalid_option("--columns", e.to_string()))?;
     for predicate in &options.report.predicates {
-        crate::report::bounds::Pruner::new(&table, predicate)
+        crate::pruning::Pruner::new(&table, predicate)
             .map_err(|e| Error::invalid_option("--predicates", format!("'{predicate}': {e}")))?;
     }
     // A local table is mirrored by symbolic links; a table in an object store is referred to

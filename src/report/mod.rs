@@ -14,7 +14,8 @@
 //!
 //! Rendering (terminal, JSON, [`html`]) is kept apart from the figures.
 
-pub mod bounds;
+/// File pruning lives in [`crate::pruning`]; this path stays for existing callers.
+pub use crate::pruning as bounds;
 pub mod html;
 pub(crate) mod model;
 pub mod workload;
@@ -27,8 +28,8 @@ use crate::error::{Error, Result};
 use crate::inspect::{SizeBucket, size_histogram};
 use crate::plan::TargetSource;
 use crate::predicate::Predicate;
+use crate::pruning::{ColumnRef, FileBounds, Pruner, is_orderable, string_prefix_length};
 use crate::table::TableView;
-use bounds::{ColumnRef, FileBounds, Pruner, is_orderable, string_prefix_length};
 use model::ColumnModel;
 use workload::{Query, QueryKind, Workload};
 

@@ -13,7 +13,7 @@ use chrono::{DateTime, NaiveDate};
 use deltalake::kernel::{DataType, PrimitiveType};
 
 use crate::predicate::Literal;
-use crate::report::bounds::FileBounds;
+use crate::pruning::FileBounds;
 use crate::value::Typed;
 
 /// How positions on the axis map back to values.

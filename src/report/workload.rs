@@ -14,8 +14,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::predicate::{CompareOp, Predicate};
+use crate::pruning::ColumnRef;
 use crate::report::ReportOptions;
-use crate::report::bounds::ColumnRef;
 use crate::report::model::ColumnModel;
 
 /// The kind of a generated predicate.

@@ -269,7 +269,7 @@ fn run() -> anyhow::Result<ExitCode> {
             }
             // Each predicate must fit the table: name its line when it does not.
             for (predicate, line) in options.predicates.iter().zip(&lines) {
-                delta_layout::report::bounds::Pruner::new(&table, predicate).map_err(|e| {
+                delta_layout::pruning::Pruner::new(&table, predicate).map_err(|e| {
                     delta_layout::Error::invalid_option(
                         "--predicates",
                         format!(
@@ -425,9 +425,9 @@ fn run() -> anyhow::Result<ExitCode> {
                 for column in columns {
                     let path = delta_layout::column::parse_path(column)
                         .map_err(|m| delta_layout::Error::invalid_option("--columns", m))?;
-                    delta_layout::report::bounds::ColumnRef::resolve(&table, &path).map_err(
-                        |e| delta_layout::Error::invalid_option("--columns", e.to_string()),
-                    )?;
+                    delta_layout::pruning::ColumnRef::resolve(&table, &path).map_err(|e| {
+                        delta_layout::Error::invalid_option("--columns", e.to_string())
+                    })?;
                 }
             }
             let progress: Arc<dyn delta_layout::progress::Progress> =
@@ -468,7 +468,7 @@ fn run() -> anyhow::Result<ExitCode> {
                             .into_iter()
                             .filter(|c| {
                                 report_columns.is_some()
-                                    || delta_layout::report::bounds::ColumnRef::resolve(
+                                    || delta_layout::pruning::ColumnRef::resolve(
                                         &after,
                                         &delta_layout::column::parse_path(c).unwrap_or_default(),
                                     )
