@@ -726,6 +726,7 @@ fn is_reserved(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use deltalake::kernel::PrimitiveType;
 
     fn eval(text: &str, columns: &[(&str, DataType, Option<&str>)]) -> Option<bool> {
         let p = Predicate::parse(text).unwrap();
