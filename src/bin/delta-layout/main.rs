@@ -229,281 +229,359 @@ fn run() -> anyhow::Result<ExitCode> {
         delta_layout::table::StorageOptions::parse(cli.storage_options.iter().map(String::as_str))?;
     // Messages of dependencies may quote a signed URL or a credential: printed redacted.
     progress::set_storage_options(storage.clone());
-    let at = |uri: &str| {
-        delta_layout::table::TableLocation::new(uri).with_storage_options(storage.clone())
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let mut stdout = std::io::stdout().lock();
+    let context = Context { runtime, storage };
     match cli.command {
-        Command::Plan(args) => workorders::plan(&runtime, &mut stdout, at(&args.table), &args)?,
-        Command::Execute(args) => {
-            let cancel = Arc::new(AtomicBool::new(false));
-            cancel_on_signal(&runtime, cancel.clone());
-            workorders::execute(&runtime, &mut stdout, storage.clone(), &args, cancel)?;
-        }
-        Command::Commit(args) => workorders::commit(&runtime, &mut stdout, storage.clone(), &args)?,
-        Command::Inspect(args) => {
-            let target = config::size("--target-size", args.target_size.as_deref())?;
-            let table = runtime.block_on(delta_layout::table::TableView::load(
+        Command::Plan(args) => run_plan(&context, args),
+        Command::Execute(args) => run_execute(&context, args),
+        Command::Commit(args) => run_commit(&context, args),
+        Command::Inspect(args) => run_inspect(&context, args),
+        Command::Report(args) => run_report(&context, args),
+        Command::Vacuum(args) => run_vacuum(&context, args),
+        Command::Sweep(args) => run_sweep(&context, args),
+        Command::History(args) => run_history(&context, args),
+        Command::Verify(args) => run_verify(&context, args),
+        Command::Optimize(args) => run_optimize(&context, args),
+    }
+}
+
+/// What every command needs: the async runtime and the storage options of `--storage-option`.
+struct Context {
+    runtime: tokio::runtime::Runtime,
+    storage: delta_layout::table::StorageOptions,
+}
+
+impl Context {
+    /// The runtime, the storage options, and a function giving a location with them.
+    fn parts(
+        &self,
+    ) -> (
+        &tokio::runtime::Runtime,
+        &delta_layout::table::StorageOptions,
+        impl Fn(&str) -> delta_layout::table::TableLocation + '_,
+    ) {
+        let at = |uri: &str| {
+            delta_layout::table::TableLocation::new(uri).with_storage_options(self.storage.clone())
+        };
+        (&self.runtime, &self.storage, at)
+    }
+}
+
+/// The `plan` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_plan(context: &Context, args: args::PlanArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    workorders::plan(runtime, &mut stdout, at(&args.table), &args)?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `execute` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_execute(context: &Context, args: args::ExecuteArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, storage, _) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    let cancel = Arc::new(AtomicBool::new(false));
+    cancel_on_signal(runtime, cancel.clone());
+    workorders::execute(runtime, &mut stdout, storage.clone(), &args, cancel)?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `commit` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_commit(context: &Context, args: args::CommitArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, storage, _) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    workorders::commit(runtime, &mut stdout, storage.clone(), &args)?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `inspect` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_inspect(context: &Context, args: args::InspectArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    let target = config::size("--target-size", args.target_size.as_deref())?;
+    let table = runtime.block_on(delta_layout::table::TableView::load(
+        at(&args.table),
+        args.version,
+    ))?;
+    let report = delta_layout::inspect::inspect(&table, target)?;
+    if args.json {
+        // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        render::inspect(&mut stdout, &report)?;
+    }
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `report` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    let (options, lines) = config::report_options(&args)?;
+    let table = runtime.block_on(delta_layout::table::TableView::load(
+        at(&args.table),
+        args.version,
+    ))?;
+    if let Some(path) = &args.html {
+        check_html_path(path, &table)?;
+    }
+    // Each predicate must fit the table: name its line when it does not.
+    for (predicate, line) in options.predicates.iter().zip(&lines) {
+        delta_layout::pruning::Pruner::new(&table, predicate).map_err(|e| {
+            delta_layout::Error::invalid_option(
+                "--predicates",
+                format!(
+                    "{} line {line}: {e}",
+                    args.predicates
+                        .as_deref()
+                        .unwrap_or(std::path::Path::new(""))
+                        .display()
+                ),
+            )
+        })?;
+    }
+    if let Some(other) = args.compare {
+        let other = runtime
+            .block_on(delta_layout::table::TableView::load(
                 at(&args.table),
-                args.version,
-            ))?;
-            let report = delta_layout::inspect::inspect(&table, target)?;
-            if args.json {
-                // A string first: a closed pipe then surfaces as an io::Error (exit 0).
-                writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
-            } else {
-                render::inspect(&mut stdout, &report)?;
-            }
+                Some(other),
+            ))
+            .map_err(|e| rename_version_option(e, "--compare"))?;
+        // The older version is "before", whichever option named it.
+        let (before, table) = if other.version <= table.version {
+            (other, table)
+        } else {
+            (table, other)
+        };
+        let comparison = delta_layout::report::compare(&before, &table, &options)?;
+        if let Some(path) = &args.html {
+            write_html(
+                path,
+                &delta_layout::report::html::render(Some(&comparison.before), &comparison.after),
+            )?;
         }
-        Command::Report(args) => {
-            let (options, lines) = config::report_options(&args)?;
-            let table = runtime.block_on(delta_layout::table::TableView::load(
-                at(&args.table),
-                args.version,
-            ))?;
-            if let Some(path) = &args.html {
-                check_html_path(path, &table)?;
-            }
-            // Each predicate must fit the table: name its line when it does not.
-            for (predicate, line) in options.predicates.iter().zip(&lines) {
-                delta_layout::pruning::Pruner::new(&table, predicate).map_err(|e| {
-                    delta_layout::Error::invalid_option(
-                        "--predicates",
-                        format!(
-                            "{} line {line}: {e}",
-                            args.predicates
-                                .as_deref()
-                                .unwrap_or(std::path::Path::new(""))
-                                .display()
-                        ),
-                    )
-                })?;
-            }
-            if let Some(other) = args.compare {
-                let other = runtime
-                    .block_on(delta_layout::table::TableView::load(
-                        at(&args.table),
-                        Some(other),
-                    ))
-                    .map_err(|e| rename_version_option(e, "--compare"))?;
-                // The older version is "before", whichever option named it.
-                let (before, table) = if other.version <= table.version {
-                    (other, table)
-                } else {
-                    (table, other)
-                };
-                let comparison = delta_layout::report::compare(&before, &table, &options)?;
-                if let Some(path) = &args.html {
-                    write_html(
-                        path,
-                        &delta_layout::report::html::render(
-                            Some(&comparison.before),
-                            &comparison.after,
-                        ),
-                    )?;
-                }
-                if args.json {
-                    // A string first: a closed pipe then surfaces as an io::Error (exit 0).
-                    writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison)?)?;
-                } else {
-                    render::comparison(&mut stdout, &comparison)?;
-                }
-            } else {
-                let report = delta_layout::report::report(&table, &options)?;
-                if let Some(path) = &args.html {
-                    write_html(path, &delta_layout::report::html::render(None, &report))?;
-                }
-                if args.json {
-                    // A string first: a closed pipe then surfaces as an io::Error (exit 0).
-                    writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
-                } else {
-                    render::report(&mut stdout, &report)?;
-                }
-            }
+        if args.json {
+            // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+            writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison)?)?;
+        } else {
+            render::comparison(&mut stdout, &comparison)?;
         }
-        Command::Vacuum(args) => {
-            let table =
-                runtime.block_on(delta_layout::table::TableView::load(at(&args.table), None))?;
-            let options = delta_layout::vacuum::VacuumOptions::default()
-                .with_retain_hours(args.retain)
-                .with_dry_run(args.dry_run)
-                .with_short_retention(args.risk_breaking_readers);
-            let report = runtime.block_on(delta_layout::vacuum::vacuum(&table, &options))?;
-            if args.json {
-                writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
-            } else {
-                render::vacuum(&mut stdout, &report)?;
-            }
+    } else {
+        let report = delta_layout::report::report(&table, &options)?;
+        if let Some(path) = &args.html {
+            write_html(path, &delta_layout::report::html::render(None, &report))?;
         }
-        Command::Sweep(args) => {
-            let table =
-                runtime.block_on(delta_layout::table::TableView::load(at(&args.table), None))?;
-            let mut options = config::sweep_options(&args, table.clustering_columns.as_deref())?;
-            if let Some(path) = &args.html {
-                check_html_path(path, &table)?;
-            }
-            drop(table);
-            let cancel = Arc::new(AtomicBool::new(false));
-            cancel_on_signal(&runtime, cancel.clone());
-            options.cancel = cancel;
-            if !args.quiet && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                log::set_max_level(log::LevelFilter::Info);
-            }
-            let progress: Arc<dyn delta_layout::progress::Progress> =
-                progress::BarProgress::new(args.quiet);
-            let report = runtime.block_on(delta_layout::sweep::sweep(
-                at(&args.table),
-                &options,
-                progress,
-            ))?;
-            if let Some(path) = &args.html {
-                write_html(path, &delta_layout::sweep::html(&report))?;
-            }
-            if args.json {
-                writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
-            } else {
-                render::sweep(&mut stdout, &report)?;
-            }
+        if args.json {
+            // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+            writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+        } else {
+            render::report(&mut stdout, &report)?;
         }
-        Command::History(args) => {
-            let history = runtime.block_on(delta_layout::history::history(
-                at(&args.table),
-                args.limit.map(std::num::NonZeroUsize::get),
-            ))?;
-            if args.json {
-                // A string first: a closed pipe then surfaces as an io::Error (exit 0).
-                writeln!(stdout, "{}", serde_json::to_string_pretty(&history)?)?;
-            } else {
-                render::history(&mut stdout, &history)?;
-            }
+    }
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `vacuum` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_vacuum(context: &Context, args: args::VacuumArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    let table = runtime.block_on(delta_layout::table::TableView::load(at(&args.table), None))?;
+    let options = delta_layout::vacuum::VacuumOptions::default()
+        .with_retain_hours(args.retain)
+        .with_dry_run(args.dry_run)
+        .with_short_retention(args.risk_breaking_readers);
+    let report = runtime.block_on(delta_layout::vacuum::vacuum(&table, &options))?;
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        render::vacuum(&mut stdout, &report)?;
+    }
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `sweep` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_sweep(context: &Context, args: args::SweepArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    let table = runtime.block_on(delta_layout::table::TableView::load(at(&args.table), None))?;
+    let mut options = config::sweep_options(&args, table.clustering_columns.as_deref())?;
+    if let Some(path) = &args.html {
+        check_html_path(path, &table)?;
+    }
+    drop(table);
+    let cancel = Arc::new(AtomicBool::new(false));
+    cancel_on_signal(runtime, cancel.clone());
+    options.cancel = cancel;
+    if !args.quiet && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        log::set_max_level(log::LevelFilter::Info);
+    }
+    let progress: Arc<dyn delta_layout::progress::Progress> =
+        progress::BarProgress::new(args.quiet);
+    let report = runtime.block_on(delta_layout::sweep::sweep(
+        at(&args.table),
+        &options,
+        progress,
+    ))?;
+    if let Some(path) = &args.html {
+        write_html(path, &delta_layout::sweep::html(&report))?;
+    }
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        render::sweep(&mut stdout, &report)?;
+    }
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `history` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_history(context: &Context, args: args::HistoryArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    let history = runtime.block_on(delta_layout::history::history(
+        at(&args.table),
+        args.limit.map(std::num::NonZeroUsize::get),
+    ))?;
+    if args.json {
+        // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&history)?)?;
+    } else {
+        render::history(&mut stdout, &history)?;
+    }
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `verify` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_verify(context: &Context, args: args::VerifyArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    let (a, b) = runtime.block_on(async {
+        let a = delta_layout::table::TableView::load(at(&args.table), args.version).await?;
+        let b = delta_layout::table::TableView::load(at(&args.table), Some(args.compare))
+            .await
+            .map_err(|e| rename_version_option(e, "--compare"))?;
+        Ok::<_, delta_layout::Error>((a, b))
+    })?;
+    let report = {
+        let _guard = runtime.enter();
+        let progress = progress::BarProgress::new(args.quiet);
+        delta_layout::verify::verify_with_progress(
+            &a,
+            &b,
+            args.unique.as_deref(),
+            progress.as_ref(),
+        )?
+    };
+    if args.json {
+        // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        render::verify(&mut stdout, &report)?;
+    }
+    stdout.flush()?;
+    let clean = report.equal && report.duplicates.iter().all(|d| d.duplicated_keys == 0);
+    Ok(ExitCode::from(if clean { 0 } else { 1 }))
+}
+
+/// The `optimize` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut stdout = std::io::stdout().lock();
+    let json = args.json;
+    let quiet = args.quiet;
+    let report_columns = args.columns.clone();
+    let with_report = !args.no_report && !args.dry_run;
+    let location = args.table.clone();
+    let cancel = Arc::new(AtomicBool::new(false));
+    cancel_on_signal(runtime, cancel.clone());
+    let options = config::optimize_options(args)?.with_cancel(cancel.clone());
+    // Columns of the report are checked before anything is written: a typo must not
+    // follow a committed rewrite with only a warning.
+    if let Some(columns) = &report_columns {
+        let table = runtime.block_on(delta_layout::table::TableView::load(at(&location), None))?;
+        for column in columns {
+            let path = delta_layout::column::parse_path(column)
+                .map_err(|m| delta_layout::Error::invalid_option("--columns", m))?;
+            delta_layout::pruning::ColumnRef::resolve(&table, &path)
+                .map_err(|e| delta_layout::Error::invalid_option("--columns", e.to_string()))?;
         }
-        Command::Verify(args) => {
-            let (a, b) = runtime.block_on(async {
-                let a = delta_layout::table::TableView::load(at(&args.table), args.version).await?;
-                let b = delta_layout::table::TableView::load(at(&args.table), Some(args.compare))
-                    .await
-                    .map_err(|e| rename_version_option(e, "--compare"))?;
-                Ok::<_, delta_layout::Error>((a, b))
-            })?;
-            let report = {
-                let _guard = runtime.enter();
-                let progress = progress::BarProgress::new(args.quiet);
-                delta_layout::verify::verify_with_progress(
-                    &a,
-                    &b,
-                    args.unique.as_deref(),
-                    progress.as_ref(),
-                )?
-            };
-            if args.json {
-                // A string first: a closed pipe then surfaces as an io::Error (exit 0).
-                writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
-            } else {
-                render::verify(&mut stdout, &report)?;
-            }
-            stdout.flush()?;
-            let clean = report.equal && report.duplicates.iter().all(|d| d.duplicated_keys == 0);
-            return Ok(ExitCode::from(if clean { 0 } else { 1 }));
-        }
-        Command::Optimize(args) => {
-            let json = args.json;
-            let quiet = args.quiet;
-            let report_columns = args.columns.clone();
-            let with_report = !args.no_report && !args.dry_run;
-            let location = args.table.clone();
-            let cancel = Arc::new(AtomicBool::new(false));
-            cancel_on_signal(&runtime, cancel.clone());
-            let options = config::optimize_options(args)?.with_cancel(cancel.clone());
-            // Columns of the report are checked before anything is written: a typo must not
-            // follow a committed rewrite with only a warning.
-            if let Some(columns) = &report_columns {
-                let table =
-                    runtime.block_on(delta_layout::table::TableView::load(at(&location), None))?;
-                for column in columns {
-                    let path = delta_layout::column::parse_path(column)
-                        .map_err(|m| delta_layout::Error::invalid_option("--columns", m))?;
-                    delta_layout::pruning::ColumnRef::resolve(&table, &path).map_err(|e| {
-                        delta_layout::Error::invalid_option("--columns", e.to_string())
-                    })?;
-                }
-            }
-            let progress: Arc<dyn delta_layout::progress::Progress> =
-                progress::BarProgress::new(quiet);
-            let outcome = runtime.block_on(delta_layout::optimize::optimize(
-                at(&location),
-                &options,
-                progress,
-            ))?;
-            if !json {
-                // The commit line first: the report below may take a while.
-                render::optimize(&mut stdout, &outcome)?;
-                stdout.flush()?;
-            }
-            // The layout before and after, on the clustered (or named) columns. The commit
-            // is made: a failing or cancelled report is a warning, never a failed run.
-            let comparison = match outcome.version {
-                Some(version) if with_report && !cancel.load(Ordering::SeqCst) => {
-                    let columns = report_columns
-                        .clone()
-                        .or_else(|| outcome.plan.clustering.as_ref().map(|c| c.columns.clone()))
-                        .unwrap_or_default();
-                    let result = runtime.block_on(async {
-                        let before = delta_layout::table::TableView::load(
-                            at(&location),
-                            Some(outcome.read_version),
-                        )
+    }
+    let progress: Arc<dyn delta_layout::progress::Progress> = progress::BarProgress::new(quiet);
+    let outcome = runtime.block_on(delta_layout::optimize::optimize(
+        at(&location),
+        &options,
+        progress,
+    ))?;
+    if !json {
+        // The commit line first: the report below may take a while.
+        render::optimize(&mut stdout, &outcome)?;
+        stdout.flush()?;
+    }
+    // The layout before and after, on the clustered (or named) columns. The commit
+    // is made: a failing or cancelled report is a warning, never a failed run.
+    let comparison = match outcome.version {
+        Some(version) if with_report && !cancel.load(Ordering::SeqCst) => {
+            let columns = report_columns
+                .clone()
+                .or_else(|| outcome.plan.clustering.as_ref().map(|c| c.columns.clone()))
+                .unwrap_or_default();
+            let result = runtime.block_on(async {
+                let before =
+                    delta_layout::table::TableView::load(at(&location), Some(outcome.read_version))
                         .await?;
-                        let after =
-                            delta_layout::table::TableView::load(at(&location), Some(version))
-                                .await?;
-                        Ok::<_, delta_layout::Error>((before, after))
-                    });
-                    let result = result.and_then(|(before, after)| {
-                        // Clustering columns without min/max stats (binary) have nothing to
-                        // report; columns named by --columns must all exist.
-                        let columns: Vec<String> = columns
-                            .into_iter()
-                            .filter(|c| {
-                                report_columns.is_some()
-                                    || delta_layout::pruning::ColumnRef::resolve(
-                                        &after,
-                                        &delta_layout::column::parse_path(c).unwrap_or_default(),
-                                    )
-                                    .is_ok()
-                            })
-                            .collect();
-                        let options = delta_layout::report::ReportOptions {
-                            columns: Some(columns),
-                            target_file_bytes: Some(outcome.plan.target_file_bytes),
-                            ..Default::default()
-                        };
-                        delta_layout::report::compare(&before, &after, &options)
-                    });
-                    match result {
-                        Ok(comparison) => Some(comparison),
-                        Err(e) => {
-                            log::warn!(
-                                "version {version} is committed, but the before/after report failed: {e}"
-                            );
-                            None
-                        }
-                    }
+                let after =
+                    delta_layout::table::TableView::load(at(&location), Some(version)).await?;
+                Ok::<_, delta_layout::Error>((before, after))
+            });
+            let result = result.and_then(|(before, after)| {
+                // Clustering columns without min/max stats (binary) have nothing to
+                // report; columns named by --columns must all exist.
+                let columns: Vec<String> = columns
+                    .into_iter()
+                    .filter(|c| {
+                        report_columns.is_some()
+                            || delta_layout::pruning::ColumnRef::resolve(
+                                &after,
+                                &delta_layout::column::parse_path(c).unwrap_or_default(),
+                            )
+                            .is_ok()
+                    })
+                    .collect();
+                let options = delta_layout::report::ReportOptions {
+                    columns: Some(columns),
+                    target_file_bytes: Some(outcome.plan.target_file_bytes),
+                    ..Default::default()
+                };
+                delta_layout::report::compare(&before, &after, &options)
+            });
+            match result {
+                Ok(comparison) => Some(comparison),
+                Err(e) => {
+                    log::warn!(
+                        "version {version} is committed, but the before/after report failed: {e}"
+                    );
+                    None
                 }
-                _ => None,
-            };
-            if json {
-                let mut value = render::optimize_json(&outcome);
-                value["report"] = serde_json::to_value(&comparison)?;
-                // A string first: a closed pipe then surfaces as an io::Error (exit 0).
-                writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
-            } else if let Some(comparison) = &comparison {
-                writeln!(stdout)?;
-                render::comparison(&mut stdout, comparison)?;
             }
         }
+        _ => None,
+    };
+    if json {
+        let mut value = render::optimize_json(&outcome);
+        value["report"] = serde_json::to_value(&comparison)?;
+        // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else if let Some(comparison) = &comparison {
+        writeln!(stdout)?;
+        render::comparison(&mut stdout, comparison)?;
     }
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
