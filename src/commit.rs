@@ -157,7 +157,12 @@ impl FileSizeMetrics {
             let index = (p * sizes.len()).div_ceil(100).max(1) - 1;
             sizes[index.min(sizes.len() - 1)]
         };
-        let inputs = outcomes.iter().flat_map(|o| o.input_files.iter());
+        // Bins of a split clustering scope share their input files: each counts once.
+        let mut seen = HashSet::new();
+        let inputs = outcomes
+            .iter()
+            .flat_map(|o| o.input_files.iter())
+            .filter(|&&i| seen.insert(i));
         let mut metrics = Self {
             num_added_files: sizes.len() as u64,
             num_added_bytes: sizes.iter().sum(),
@@ -275,12 +280,14 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
         ..CommitInfo::default()
     };
     let mut out = vec![Action::CommitInfo(commit_info)];
+    // Bins of a split clustering scope share their input files: one remove each.
+    let mut removed = HashSet::new();
     for outcome in outcomes {
         let Some(&first) = outcome.input_files.first() else {
             continue;
         };
         let partition_values = table.files[first].add.partition_values.clone();
-        for &i in &outcome.input_files {
+        for &i in outcome.input_files.iter().filter(|&&i| removed.insert(i)) {
             let add = &table.files[i].add;
             out.push(Action::Remove(Remove {
                 path: add.path.clone(),

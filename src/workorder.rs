@@ -63,6 +63,7 @@ use serde_json::Value;
 use crate::commit::{self, COMMIT_INFO_RUN_ID};
 use crate::error::{Error, Result};
 use crate::optimize::OptimizeOptions;
+use crate::plan::cluster::{KeyRange, KeySpace};
 use crate::plan::{self, Bin, PartitionPlan, Plan};
 use crate::progress::Progress;
 use crate::rewrite::{BinOutcome, WrittenFile, read::Reader};
@@ -74,6 +75,11 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const ORDER_KIND: &str = "delta-layout.plan";
 /// The `kind` of a result document.
 pub const RESULTS_KIND: &str = "delta-layout.results";
+/// The release writing work orders: `delta-layout <version>`.
+pub const PRODUCER: &str = concat!("delta-layout ", env!("CARGO_PKG_VERSION"));
+/// How many files of a split clustering scope `plan` reads for its sample (evenly spaced
+/// over the scope's files, in log order): the key space is computed once from them.
+pub const SPLIT_SAMPLE_FILES: usize = 32;
 /// Default bins per commit: 0, every bin in one commit (as `optimize`).
 pub const DEFAULT_BATCH_BINS: usize = 0;
 
@@ -107,7 +113,11 @@ pub struct WorkOrder {
     pub format_version: u32,
     /// [`ORDER_KIND`].
     pub kind: String,
-    /// xxHash64 (16 hex digits) of the table, settings, plan and files, keys sorted.
+    /// The release that made the order ([`PRODUCER`]); only that release executes it and
+    /// commits it (key spaces hold Arrow row-format bytes, which other releases may order
+    /// differently).
+    pub producer: String,
+    /// xxHash64 (16 hex digits) of the producer, table, settings, plan and files, keys sorted.
     pub fingerprint: String,
     /// The table at the plan's read version.
     pub table: TableDescription,
@@ -127,21 +137,26 @@ impl WorkOrder {
     /// [`Error::Json`] when the order cannot be serialized for its fingerprint.
     pub fn new(table: &TableView, mut plan: Plan, settings: OrderSettings) -> Result<Self> {
         let mut files = Vec::with_capacity(plan.num_input_files());
+        // The bins of a split scope share their files: each is listed once.
+        let mut position: HashMap<usize, usize> = HashMap::new();
         for partition in &mut plan.partitions {
             for bin in &mut partition.bins {
                 for index in &mut bin.files {
-                    let file = &table.files[*index];
-                    files.push(OrderFile {
-                        add: TableView::add_action(file).clone(),
-                        raw_path: file.raw_path.clone(),
+                    *index = *position.entry(*index).or_insert_with(|| {
+                        let file = &table.files[*index];
+                        files.push(OrderFile {
+                            add: TableView::add_action(file).clone(),
+                            raw_path: file.raw_path.clone(),
+                        });
+                        files.len() - 1
                     });
-                    *index = files.len() - 1;
                 }
             }
         }
         let mut order = Self {
             format_version: FORMAT_VERSION,
             kind: ORDER_KIND.to_string(),
+            producer: PRODUCER.to_string(),
             fingerprint: String::new(),
             table: table.description(),
             settings,
@@ -158,11 +173,17 @@ impl WorkOrder {
     /// # Errors
     /// [`Error::Json`] when the order cannot be serialized.
     pub fn compute_fingerprint(&self) -> Result<String> {
-        let value = serde_json::to_value((&self.table, &self.settings, &self.plan, &self.files))
-            .map_err(|source| Error::Json {
-                context: "fingerprinting the work order".into(),
-                source,
-            })?;
+        let value = serde_json::to_value((
+            &self.producer,
+            &self.table,
+            &self.settings,
+            &self.plan,
+            &self.files,
+        ))
+        .map_err(|source| Error::Json {
+            context: "fingerprinting the work order".into(),
+            source,
+        })?;
         let mut text = String::new();
         canonical_json(&value, &mut text);
         Ok(format!(
@@ -198,6 +219,15 @@ impl WorkOrder {
             document: document.to_string(),
             message: format!("is not a valid work order: {e}"),
         })?;
+        if order.producer != PRODUCER {
+            return Err(Error::WorkOrder {
+                document: document.to_string(),
+                message: format!(
+                    "was made by {}; this is {PRODUCER}: plan, execute and commit with the same release",
+                    order.producer
+                ),
+            });
+        }
         let fingerprint = order.compute_fingerprint()?;
         if fingerprint != order.fingerprint {
             return Err(Error::WorkOrder {
@@ -218,6 +248,28 @@ impl WorkOrder {
             .partitions
             .iter()
             .find_map(|p| p.bins.iter().find(|b| b.id == id).map(|b| (p, b)))
+    }
+
+    /// The commit units of the plan, in plan order: each bin alone, except the bins of a
+    /// split clustering scope ([`Bin::key_range`]), which share their input files and so
+    /// commit together.
+    #[must_use]
+    pub fn units(&self) -> Vec<Vec<usize>> {
+        let mut units: Vec<Vec<usize>> = Vec::new();
+        let mut by_space: BTreeMap<usize, usize> = BTreeMap::new();
+        for bin in self.plan.bins() {
+            match bin.key_range {
+                Some(range) => match by_space.get(&range.space) {
+                    Some(&u) => units[u].push(bin.id),
+                    None => {
+                        by_space.insert(range.space, units.len());
+                        units.push(vec![bin.id]);
+                    }
+                },
+                None => units.push(vec![bin.id]),
+            }
+        }
+        units
     }
 
     /// Every bin id of the plan, in plan order.
@@ -325,12 +377,28 @@ fn check_header(value: &Value, kind: &str, document: &str) -> Result<()> {
 pub async fn plan(
     location: impl Into<TableLocation>,
     options: &OptimizeOptions,
+    split: &SplitOptions,
 ) -> Result<WorkOrder> {
     let table = TableView::load(location, None).await?;
     table.protocol.check_writable(&table.display_location())?;
     let mut plan = plan::plan(&table, &options.plan)?;
     if plan.run_id.is_empty() {
         plan.run_id = plan::new_run_id();
+    }
+    if let Some(task_bytes) = split.max_task_bytes {
+        if task_bytes == 0 {
+            return Err(Error::invalid_option(
+                "--task-size",
+                "must be greater than 0",
+            ));
+        }
+        split_scopes(&table, &mut plan, task_bytes, split.sample_files.max(1)).await?;
+        if options.verify && !plan.key_spaces.is_empty() {
+            return Err(Error::invalid_option(
+                "--verify",
+                "cannot check a clustering scope split over several bins (each bin reads the scope's files but writes only its key ranges); plan without --verify, or with a --task-size above the largest scope",
+            ));
+        }
     }
     if !plan.is_empty() {
         commit::check_atomic_commits(&table, &plan.run_id).await?;
@@ -344,6 +412,125 @@ pub async fn plan(
             verify: options.verify,
         },
     )
+}
+
+/// How `plan` splits clustering scopes too large for one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SplitOptions {
+    /// Input bytes of a clustering scope above which it is split into key ranges over
+    /// `ceil(bytes / max_task_bytes)` bins, each reading the whole scope and writing its
+    /// ranges (read amplification: the number of bins). `None` (the default) never splits.
+    pub max_task_bytes: Option<u64>,
+    /// Files of a scope read for its sample; [`SPLIT_SAMPLE_FILES`] by default.
+    pub sample_files: usize,
+}
+
+impl Default for SplitOptions {
+    fn default() -> Self {
+        Self {
+            max_task_bytes: None,
+            sample_files: SPLIT_SAMPLE_FILES,
+        }
+    }
+}
+
+impl SplitOptions {
+    /// Split clustering scopes above `bytes` of input (`None`: never).
+    #[must_use]
+    pub fn with_max_task_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.max_task_bytes = bytes;
+        self
+    }
+}
+
+/// Splits every clustering bin of `plan` above `task_bytes` of input into
+/// `ceil(input / task_bytes)` bins over one key space (see [`KeySpace`]), sampled from up to
+/// `sample_files` of its files; other bins are left as they are. New bins take ids after the
+/// plan's largest; a scope's first bin keeps its id.
+async fn split_scopes(
+    table: &TableView,
+    plan: &mut Plan,
+    task_bytes: u64,
+    sample_files: usize,
+) -> Result<()> {
+    let Some(request) = plan.clustering.clone() else {
+        return Ok(());
+    };
+    let mut next_id = plan.bins().map(|b| b.id + 1).max().unwrap_or(0);
+    let reader = Reader::for_table(table)?;
+    for index in 0..plan.partitions.len() {
+        let bins = std::mem::take(&mut plan.partitions[index].bins);
+        let mut out = Vec::with_capacity(bins.len());
+        for bin in bins {
+            let tasks = usize::try_from(bin.input_bytes.div_ceil(task_bytes)).unwrap_or(usize::MAX);
+            if tasks < 2 {
+                out.push(bin);
+                continue;
+            }
+            let wanted_ranges = usize::try_from(bin.expected_output_files)
+                .unwrap_or(usize::MAX)
+                .max(tasks);
+            // Evenly spaced files, in log order.
+            let step = bin.files.len().div_ceil(sample_files).max(1);
+            let sample: Vec<usize> = bin.files.iter().copied().step_by(step).collect();
+            let (columns, boundaries, sampled_rows) = {
+                let (table, clustering, reader, sample) = (
+                    table.clone(),
+                    request.clone(),
+                    reader.clone(),
+                    sample.clone(),
+                );
+                tokio::task::spawn_blocking(move || {
+                    crate::rewrite::cluster::sample_key_space(
+                        &table,
+                        &clustering,
+                        &reader,
+                        &sample,
+                        wanted_ranges,
+                    )
+                })
+                .await
+                .map_err(|e| Error::Internal(format!("the sampling task failed: {e}")))??
+            };
+            if sampled_rows == 0 {
+                out.push(bin);
+                continue;
+            }
+            let space = plan.key_spaces.len();
+            let ranges = boundaries.len() + 1;
+            plan.key_spaces.push(KeySpace {
+                scope: bin.id,
+                cube_id: uuid::Uuid::new_v4().to_string(),
+                columns,
+                boundaries,
+                input_rows: bin.input_rows,
+                sampled_rows,
+                sampled_files: sample.len(),
+            });
+            let tasks = tasks.min(ranges);
+            for task in 0..tasks {
+                let (first, end) = (task * ranges / tasks, (task + 1) * ranges / tasks);
+                let id = if task == 0 {
+                    bin.id
+                } else {
+                    next_id += 1;
+                    next_id - 1
+                };
+                out.push(Bin {
+                    id,
+                    files: bin.files.clone(),
+                    input_bytes: bin.input_bytes,
+                    input_rows: None,
+                    num_deletion_vectors: bin.num_deletion_vectors,
+                    expected_output_files: (end - first) as u64,
+                    key_range: Some(KeyRange { space, first, end }),
+                });
+            }
+        }
+        plan.partitions[index].bins = out;
+    }
+    Ok(())
 }
 
 /// What a worker returns for one bin: the files it wrote and the rows.
@@ -447,6 +634,13 @@ pub async fn execute(
             message: format!("names an unknown codec: {m}"),
         }
     })?;
+    let verify = order.settings.verify || options.verify;
+    if verify && plan_has_split(&order.plan, &wanted) {
+        return Err(Error::invalid_option(
+            "--verify",
+            "cannot check a bin of a clustering scope split over several bins (it reads the scope's files but writes only its key ranges)",
+        ));
+    }
     let table = order.table_view(storage_options)?;
     table.protocol.check_writable(&table.display_location())?;
     let plan = order.plan_for(&table, &wanted)?;
@@ -468,7 +662,6 @@ pub async fn execute(
         })
         .await;
     };
-    let verify = order.settings.verify || options.verify;
     if verify {
         let checked = {
             let table = table.clone();
@@ -501,6 +694,11 @@ pub async fn execute(
             files: o.written,
         })
         .collect())
+}
+
+fn plan_has_split(plan: &Plan, bins: &BTreeSet<usize>) -> bool {
+    plan.bins()
+        .any(|b| bins.contains(&b.id) && b.key_range.is_some())
 }
 
 fn describe_ids(ids: &[usize]) -> String {
@@ -561,6 +759,9 @@ pub struct CommitOutcome {
     pub bins_dropped: Vec<DroppedBin>,
     /// Bins of the plan with no result given (left uncommitted; their files are kept).
     pub bins_without_result: Vec<usize>,
+    /// Bins with a result whose split clustering scope has bins without one: left
+    /// uncommitted until every bin of the scope has a result (their files are kept).
+    pub bins_waiting: Vec<usize>,
     /// Files removed by this step's commits.
     pub files_removed: u64,
     /// Files added by this step's commits.
@@ -820,46 +1021,60 @@ pub async fn commit(
         ..LogScan::default()
     };
     scan.advance(&table, &run_id).await?;
-    outcome.bins_without_result = order
-        .bin_ids()
-        .into_iter()
-        .filter(|id| !accepted.contains_key(id))
-        .collect();
+    // Commit units: a bin, or every bin of a split clustering scope (they remove the same
+    // files, so they commit together or not at all).
+    let mut ready: Vec<Vec<usize>> = Vec::new();
+    for unit in order.units() {
+        let given = unit.iter().filter(|id| accepted.contains_key(id)).count();
+        if given < unit.len() {
+            outcome
+                .bins_without_result
+                .extend(unit.iter().filter(|id| !accepted.contains_key(id)));
+            outcome
+                .bins_waiting
+                .extend(unit.iter().filter(|id| accepted.contains_key(id)));
+            continue;
+        }
+        check_scope_rows(order, &unit, &accepted)?;
+        ready.push(unit);
+    }
     let mut settled_files: Vec<WrittenFile> = superseded;
     let mut attempts = 0;
+    let mut done: BTreeSet<usize> = BTreeSet::new(); // units (by first bin) settled
     loop {
-        // Sort the accepted bins: committed by this run before, touched by another writer,
+        // Sort the complete units: committed by this run before, touched by another writer,
         // or still to commit.
-        let mut pending: Vec<usize> = Vec::new();
-        for (&id, bin) in &accepted {
-            if outcome.bins_committed.contains(&id) || outcome.bins_already_committed.contains(&id)
-            {
+        let mut pending: Vec<&Vec<usize>> = Vec::new();
+        for unit in &ready {
+            if done.contains(&unit[0]) {
                 continue;
             }
-            let paths: Vec<&str> = bin
+            let paths: Vec<&str> = accepted[&unit[0]]
                 .input_files
                 .iter()
                 .map(|&i| order.files[i].add.path.as_str())
                 .collect();
-            if outcome.bins_dropped.iter().any(|d| d.bin_id == id) {
-                continue;
-            }
             if paths.iter().any(|p| scan.own_removed.contains(*p)) {
-                outcome.bins_already_committed.push(id);
+                outcome.bins_already_committed.extend(unit.iter().copied());
+                done.insert(unit[0]);
             } else if let Some((path, (version, verb))) =
                 paths.iter().find_map(|p| scan.touched.get_key_value(*p))
             {
-                outcome.bins_dropped.push(DroppedBin {
-                    bin_id: id,
-                    reason: format!("version {version} {verb} its input file '{path}'"),
-                });
-                settled_files.extend(bin.result.files.clone());
+                for id in unit {
+                    outcome.bins_dropped.push(DroppedBin {
+                        bin_id: *id,
+                        reason: format!("version {version} {verb} its input file '{path}'"),
+                    });
+                    settled_files.extend(accepted[id].result.files.clone());
+                }
+                done.insert(unit[0]);
             } else {
-                pending.push(id);
+                pending.push(unit);
             }
         }
         if let Some((version, reason)) = scan.schema_change {
-            for id in &pending {
+            let waiting: usize = pending.iter().map(|u| u.len()).sum();
+            for id in pending.iter().flat_map(|u| u.iter()) {
                 settled_files.extend(accepted[id].result.files.clone());
             }
             delete_paths(&store, settled_files.iter().map(|f| f.path.clone())).await;
@@ -868,9 +1083,8 @@ pub async fn commit(
                 read_version: table.version,
                 winning_version: version,
                 reason: format!(
-                    "{reason}; {} committed before it, the {} other bins were not",
+                    "{reason}; {} bins committed before it, the {waiting} other bins were not (their files were deleted)",
                     outcome.bins_committed.len() + outcome.bins_already_committed.len(),
-                    pending.len()
                 ),
             });
         }
@@ -908,15 +1122,18 @@ pub async fn commit(
         );
         match commit::commit(&view, &actions).await {
             Ok(version) => {
+                for id in &batch {
+                    done.insert(*id);
+                }
                 outcome.versions.push(version);
                 outcome.bins_committed.extend(batch.iter().copied());
+                let mut removed = HashSet::new();
                 for o in &outcomes {
-                    outcome.files_removed += o.input_files.len() as u64;
-                    outcome.bytes_removed += o
-                        .input_files
-                        .iter()
-                        .map(|&i| u64::try_from(order.files[i].add.size).unwrap_or(0))
-                        .sum::<u64>();
+                    for &i in o.input_files.iter().filter(|&&i| removed.insert(i)) {
+                        outcome.files_removed += 1;
+                        outcome.bytes_removed +=
+                            u64::try_from(order.files[i].add.size).unwrap_or(0);
+                    }
                     outcome.files_added += o.written.len() as u64;
                     outcome.bytes_added += o.written.iter().map(|w| w.size_bytes).sum::<u64>();
                     outcome.rows += o.rows;
@@ -965,18 +1182,55 @@ pub async fn commit(
 /// bins that writer touched).
 const MAX_BATCH_ATTEMPTS: usize = 3;
 
-fn next_batch(pending: &[usize], batch_bins: usize) -> Option<Vec<usize>> {
+fn next_batch(pending: &[&Vec<usize>], batch_bins: usize) -> Option<Vec<usize>> {
     if pending.is_empty() {
         return None;
     }
-    let n = if batch_bins == 0 {
-        pending.len()
-    } else {
-        batch_bins.min(pending.len())
-    };
-    Some(pending[..n].to_vec())
+    // Whole units, at least one, until the batch holds `batch_bins` bins (0: all).
+    let mut batch: Vec<usize> = Vec::new();
+    for unit in pending {
+        if batch_bins > 0 && !batch.is_empty() && batch.len() + unit.len() > batch_bins {
+            break;
+        }
+        batch.extend(unit.iter().copied());
+    }
+    Some(batch)
 }
 
+/// The rows of a split scope's bins add up to the scope's live rows (when the log knows
+/// them): every row went to exactly one bin.
+fn check_scope_rows(
+    order: &WorkOrder,
+    unit: &[usize],
+    accepted: &BTreeMap<usize, Accepted>,
+) -> Result<()> {
+    let Some((_, first)) = order.bin(unit[0]) else {
+        return Ok(());
+    };
+    let Some(range) = first.key_range else {
+        return Ok(());
+    };
+    let Some(space) = order.plan.key_spaces.get(range.space) else {
+        return Err(Error::WorkOrder {
+            document: format!("the work order of run {}", order.plan.run_id),
+            message: format!(
+                "names key space {} for bin {}, which it does not have",
+                range.space, unit[0]
+            ),
+        });
+    };
+    let rows: u64 = unit.iter().map(|id| accepted[id].result.rows).sum();
+    match space.input_rows {
+        Some(expected) if expected != rows => Err(Error::WorkOrder {
+            document: format!(
+                "the results of bins {} (one clustering scope)",
+                describe_ids(unit)
+            ),
+            message: format!("hold {rows} rows, but their input files hold {expected} live rows"),
+        }),
+        _ => Ok(()),
+    }
+}
 /// Checks that every file of every accepted result exists with the size its result gives.
 async fn check_files_exist(
     store: &Arc<dyn deltalake::ObjectStore>,

@@ -242,6 +242,20 @@ impl Reservoir {
     }
 }
 
+/// [`ColumnBuckets`] as plain data, to ship in a work order so that every worker keys rows
+/// the same way: cut points in Arrow's row format, as lowercase hex. Row-format bytes are only
+/// compared, byte-wise; they are meaningful to the same Arrow version, so work orders are read
+/// by the release that wrote them only.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BucketCuts {
+    /// Bucket of values below the first cut.
+    pub below: u32,
+    /// Cut points, ascending and distinct, row format as hex.
+    pub cuts: Vec<String>,
+    /// Bucket of values at or above each cut, parallel to `cuts`.
+    pub numbers: Vec<u32>,
+}
+
 /// The bucket boundaries of one column; maps values to buckets.
 pub struct ColumnBuckets {
     converter: RowConverter,
@@ -266,6 +280,63 @@ impl ColumnBuckets {
         } else {
             self.numbers[position - 1]
         }
+    }
+
+    /// The boundaries as plain data ([`BucketCuts`]).
+    #[must_use]
+    pub fn to_cuts(&self) -> BucketCuts {
+        BucketCuts {
+            below: self.below,
+            cuts: self
+                .cuts
+                .iter()
+                .map(|cut| {
+                    cut.row()
+                        .as_ref()
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect()
+                })
+                .collect(),
+            numbers: self.numbers.clone(),
+        }
+    }
+
+    /// The boundaries of [`ColumnBuckets::to_cuts`], for values of `data_type` (the Arrow type
+    /// of the column as read).
+    ///
+    /// # Errors
+    /// [`Error::Internal`] for a type without order, cuts that are not hex, not ascending, or
+    /// not parallel to their bucket numbers.
+    pub fn from_cuts(data_type: &DataType, cuts: &BucketCuts) -> Result<Self> {
+        let converter = converter(data_type)?;
+        let bad = |what: &str| Error::Internal(format!("clustering bucket cuts {what}"));
+        if cuts.cuts.len() != cuts.numbers.len() {
+            return Err(bad("are not parallel to their bucket numbers"));
+        }
+        let parser = converter.parser();
+        let mut rows: Vec<OwnedRow> = Vec::with_capacity(cuts.cuts.len());
+        for text in &cuts.cuts {
+            if text.len() % 2 != 0 {
+                return Err(bad("are not hex"));
+            }
+            let bytes = (0..text.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&text[i..i + 2], 16))
+                .collect::<std::result::Result<Vec<u8>, _>>()
+                .map_err(|_| bad("are not hex"))?;
+            let row = parser.parse(&bytes).owned();
+            if rows.last().is_some_and(|last| *last >= row) {
+                return Err(bad("are not ascending"));
+            }
+            rows.push(row);
+        }
+        Ok(Self {
+            converter,
+            below: cuts.below,
+            cuts: rows,
+            numbers: cuts.numbers.clone(),
+        })
     }
 
     /// The bucket of one value in row format (`None` for null).

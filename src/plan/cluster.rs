@@ -64,6 +64,56 @@ impl ClusterRequest {
     }
 }
 
+/// How the rows of one clustering scope (a partition's files to cluster together) are keyed
+/// when the scope is split over several bins: computed once, at plan time, from a sample of
+/// the scope's rows, so that every bin keys every row the same way and each row lands in
+/// exactly one bin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeySpace {
+    /// The id of the bin the scope was planned as (the first of its bins keeps it).
+    pub scope: usize,
+    /// The `ZCUBE_ID` every file of the scope is tagged with: the scope is one cube.
+    pub cube_id: String,
+    /// The rank buckets of each clustering column, parallel to [`Clustering::columns`].
+    pub columns: Vec<crate::curve::keys::BucketCuts>,
+    /// Curve-key cut points of the scope's output ranges: range `i` holds the keys at or above
+    /// cut `i - 1` and below cut `i` (see `rewrite::cluster::range_boundaries`).
+    pub boundaries: Vec<u64>,
+    /// Live rows of the scope, when the log knows them: the rows of its bins must add up to it.
+    pub input_rows: Option<u64>,
+    /// Rows the buckets and cuts were sampled from.
+    pub sampled_rows: u64,
+    /// Files of the scope read for the sample.
+    pub sampled_files: usize,
+}
+
+impl KeySpace {
+    /// The number of output ranges (`boundaries.len() + 1`).
+    #[must_use]
+    pub fn num_ranges(&self) -> usize {
+        self.boundaries.len() + 1
+    }
+}
+
+/// The ranges of a [`KeySpace`] one bin writes: `first..end` (range indices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyRange {
+    /// Index into [`crate::plan::Plan::key_spaces`].
+    pub space: usize,
+    /// First range written.
+    pub first: usize,
+    /// One past the last range written.
+    pub end: usize,
+}
+
+impl KeyRange {
+    /// Whether range `range` is this bin's.
+    #[must_use]
+    pub fn contains(&self, range: usize) -> bool {
+        (self.first..self.end).contains(&range)
+    }
+}
+
 /// A resolved clustering: the curve and the leaf columns it orders by.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Clustering {

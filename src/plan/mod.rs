@@ -212,6 +212,12 @@ pub struct Bin {
     pub num_deletion_vectors: usize,
     /// Expected output files: the live share of the input bytes over the target, at least 1.
     pub expected_output_files: u64,
+    /// For a clustering scope split over several bins (work orders, `plan --task-size`): the
+    /// share of the scope's curve-key ranges this bin writes. Every bin of the scope reads all
+    /// of its files and keeps the rows whose key falls in its ranges. `None`: the bin writes
+    /// all of its files' rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_range: Option<cluster::KeyRange>,
 }
 
 /// The bins of one partition.
@@ -263,6 +269,10 @@ pub struct Plan {
     /// commit records it in `commitInfo` (`delta-layout.runId`), so files of a run that
     /// died before committing can be told apart from those of live runs.
     pub run_id: String,
+    /// The key spaces of clustering scopes split over several bins ([`Bin::key_range`]
+    /// indexes them); empty unless a work order split a scope.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_spaces: Vec<cluster::KeySpace>,
 }
 
 impl Plan {
@@ -271,16 +281,23 @@ impl Plan {
         self.partitions.iter().flat_map(|p| p.bins.iter())
     }
 
-    /// Number of input files to rewrite.
+    /// Number of input files to rewrite (the files of a split clustering scope, which all
+    /// of its bins read, count once).
     #[must_use]
     pub fn num_input_files(&self) -> usize {
-        self.bins().map(|b| b.files.len()).sum()
+        self.scope_bins().map(|b| b.files.len()).sum()
     }
 
-    /// Total input bytes to rewrite.
+    /// Total input bytes to rewrite (a split scope's count once).
     #[must_use]
     pub fn input_bytes(&self) -> u64 {
-        self.bins().map(|b| b.input_bytes).sum()
+        self.scope_bins().map(|b| b.input_bytes).sum()
+    }
+
+    /// One bin per scope: every bin but the second and later bins of split scopes.
+    fn scope_bins(&self) -> impl Iterator<Item = &Bin> {
+        self.bins()
+            .filter(|b| b.key_range.is_none_or(|range| range.first == 0))
     }
 
     /// Why a plan is empty, for people.
@@ -588,6 +605,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 input_rows,
                 num_deletion_vectors,
                 expected_output_files: live_bytes.div_ceil(target_file_bytes).max(1),
+                key_range: None,
             });
             next_bin_id += 1;
         }
@@ -613,6 +631,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         clustering,
         clustered_files_left,
         run_id: options.run_id.clone().unwrap_or_default(),
+        key_spaces: Vec::new(),
     })
 }
 

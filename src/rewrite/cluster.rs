@@ -31,10 +31,10 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use deltalake::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use deltalake::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use deltalake::arrow::compute::{
     LexicographicalComparator, SortColumn, SortOptions, concat, concat_batches,
-    interleave_record_batch, take_record_batch,
+    filter_record_batch, interleave_record_batch, take_record_batch,
 };
 use rayon::prelude::*;
 
@@ -46,7 +46,7 @@ use crate::curve::{Curve, bits_per_dimension};
 use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
 use crate::error::{Error, Result};
 use crate::plan::Bin;
-use crate::plan::cluster::Clustering;
+use crate::plan::cluster::{Clustering, KeyRange, KeySpace};
 use crate::progress::{Phase, Progress, Scope};
 use crate::table::TableView;
 
@@ -55,23 +55,28 @@ mod spill;
 /// Seed of the reservoirs: the same input gives the same layout.
 pub const SAMPLE_SEED: u64 = 0x00de_17a1_a70c;
 
-/// Clusters one bin (a whole partition). Returns the rows read and whether the rows were
-/// spilled to disk; `written` receives every file uploaded, also on failure.
+/// Clusters one bin (a whole partition, or with `split` its share of a split scope's key
+/// ranges: see [`KeySpace`]). Returns the rows written and whether the rows were spilled to
+/// disk; `written` receives every file uploaded, also on failure.
+#[expect(clippy::too_many_arguments, reason = "the stage's inputs, each used")]
 pub(crate) fn run(
     table: &TableView,
     clustering: &Clustering,
     context: &RewriteContext,
     bin: &Bin,
+    split: Option<(&KeySpace, KeyRange)>,
     config: &(dyn Fn(BTreeMap<String, String>, usize) -> WriterConfig + Sync),
     progress: &dyn Progress,
     written: &mut Vec<WrittenFile>,
 ) -> Result<(u64, bool)> {
     let scope = Scope::Bin(bin.id);
     let cancelled = || context.cancel.load(Ordering::Relaxed);
-    // 1. Read and sample; keep the rows while they fit the budget.
+    // 1. Read and sample (or, in a split scope, key and keep this bin's rows); keep the rows
+    // while they fit the budget.
     progress.phase_started(scope, Phase::Read, bin.input_bytes);
     let bits = bits_per_dimension(clustering.leaves.len());
     let mut reservoirs: Vec<Reservoir> = Vec::new();
+    let mut split_buckets: Vec<ColumnBuckets> = Vec::new();
     let mut batches: Vec<RecordBatch> = Vec::new();
     let mut arrow_bytes = 0u64;
     let mut in_memory = true;
@@ -87,14 +92,30 @@ pub(crate) fn run(
                 .iter()
                 .map(|leaf| leaf_values(&batch, &leaf.physical))
                 .collect::<Result<Vec<_>>>()?;
-            if reservoirs.is_empty() {
-                reservoirs = columns
-                    .iter()
-                    .map(|c| Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, SAMPLE_SEED))
-                    .collect::<Result<_>>()?;
-            }
-            for (reservoir, column) in reservoirs.iter_mut().zip(&columns) {
-                reservoir.add(column)?;
+            let batch = match split {
+                None => {
+                    if reservoirs.is_empty() {
+                        reservoirs = columns
+                            .iter()
+                            .map(|c| {
+                                Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, SAMPLE_SEED)
+                            })
+                            .collect::<Result<_>>()?;
+                    }
+                    for (reservoir, column) in reservoirs.iter_mut().zip(&columns) {
+                        reservoir.add(column)?;
+                    }
+                    batch
+                }
+                Some((space, range)) => {
+                    if split_buckets.is_empty() {
+                        split_buckets = buckets_of(space, &columns)?;
+                    }
+                    keep_range(&batch, clustering, &split_buckets, space, range)?
+                }
+            };
+            if batch.num_rows() == 0 {
+                continue;
             }
             rows += batch.num_rows() as u64;
             arrow_bytes += batch.get_array_memory_size() as u64;
@@ -116,30 +137,17 @@ pub(crate) fn run(
         return Ok((0, false));
     }
 
-    // 2. Buckets, and the keys of the sampled rows.
-    let (buckets, samples): (Vec<ColumnBuckets>, Vec<_>) =
-        reservoirs.into_iter().map(|r| r.finish(bits)).unzip();
-    let sample_rows = samples[0].len();
-    let mut sample_keys: Vec<u64> = (0..sample_rows)
-        .map(|i| {
-            let coords: Vec<u32> = buckets
-                .iter()
-                .zip(&samples)
-                .map(|(b, s)| b.bucket_of(s[i].as_ref()))
-                .collect();
-            clustering.curve.key(&coords)
-        })
-        .collect();
-    sample_keys.sort_unstable();
+    // 2. and 3. Buckets and range boundaries: from the plan's key space, or from the sample.
+    let (buckets, boundaries) = match split {
+        Some((space, _)) => (split_buckets, space.boundaries.clone()),
+        None => {
+            let num_ranges = usize::try_from(bin.expected_output_files).unwrap_or(usize::MAX);
+            key_space_of(reservoirs, clustering, bits, num_ranges)
+        }
+    };
     if cancelled() {
         return Err(Error::Cancelled);
     }
-
-    // 3. Range boundaries.
-    let num_ranges = usize::try_from(bin.expected_output_files)
-        .unwrap_or(usize::MAX)
-        .clamp(1, sample_rows.max(1));
-    let boundaries = range_boundaries(&sample_keys, num_ranges);
 
     // 4. Route rows to ranges: in memory, or into per-range spill files.
     let router = Router {
@@ -198,7 +206,10 @@ pub(crate) fn run(
                 })
                 .collect::<Result<Vec<_>>>()?;
             for (range, part) in routed.into_iter().flatten() {
-                spill.append(range, &part)?;
+                // In a split scope, another bin writes the other ranges.
+                if split.is_none_or(|(_, mine)| mine.contains(range)) {
+                    spill.append(range, &part)?;
+                }
             }
             Ok(())
         })?;
@@ -208,7 +219,11 @@ pub(crate) fn run(
     };
 
     // 5. Sort and write each range.
-    let cube = uuid::Uuid::new_v4().to_string();
+    // A split scope is one cube: every bin tags its files with the plan's cube id.
+    let cube = split.map_or_else(
+        || uuid::Uuid::new_v4().to_string(),
+        |(space, _)| space.cube_id.clone(),
+    );
     let tags = BTreeMap::from([
         (TAG_CUBE_ID.to_string(), cube),
         (TAG_CUBE_COLUMNS.to_string(), clustering.columns_json()),
@@ -222,7 +237,8 @@ pub(crate) fn run(
     let parallel = if in_memory {
         usize::MAX
     } else {
-        let range_bytes = (arrow_bytes / ranges.len().max(1) as u64).max(1);
+        let active = split.map_or(ranges.len(), |(_, mine)| mine.end - mine.first);
+        let range_bytes = (arrow_bytes / active.max(1) as u64).max(1);
         usize::try_from(context.memory_limit_bytes / range_bytes.saturating_mul(2))
             .unwrap_or(usize::MAX)
             .max(1)
@@ -271,6 +287,122 @@ pub(crate) fn run(
             Ok((rows, !in_memory))
         }
     }
+}
+
+/// Steps 2 and 3: each column's rank buckets from its reservoir, and the cut points that
+/// split the sample's curve keys into `num_ranges` ranges of equal row counts (at most one
+/// per sampled row).
+fn key_space_of(
+    reservoirs: Vec<Reservoir>,
+    clustering: &Clustering,
+    bits: u32,
+    num_ranges: usize,
+) -> (Vec<ColumnBuckets>, Vec<u64>) {
+    let (buckets, samples): (Vec<ColumnBuckets>, Vec<_>) =
+        reservoirs.into_iter().map(|r| r.finish(bits)).unzip();
+    let sample_rows = samples.first().map_or(0, Vec::len);
+    let mut sample_keys: Vec<u64> = (0..sample_rows)
+        .map(|i| {
+            let coords: Vec<u32> = buckets
+                .iter()
+                .zip(&samples)
+                .map(|(b, s)| b.bucket_of(s[i].as_ref()))
+                .collect();
+            clustering.curve.key(&coords)
+        })
+        .collect();
+    sample_keys.sort_unstable();
+    let num_ranges = num_ranges.clamp(1, sample_rows.max(1));
+    let boundaries = range_boundaries(&sample_keys, num_ranges);
+    (buckets, boundaries)
+}
+
+/// The buckets of a key space, for columns of the types of `columns` (as read).
+fn buckets_of(space: &KeySpace, columns: &[ArrayRef]) -> Result<Vec<ColumnBuckets>> {
+    if space.columns.len() != columns.len() {
+        return Err(Error::Internal(format!(
+            "the key space of scope {} has {} columns, the clustering {}",
+            space.scope,
+            space.columns.len(),
+            columns.len()
+        )));
+    }
+    columns
+        .iter()
+        .zip(&space.columns)
+        .map(|(column, cuts)| ColumnBuckets::from_cuts(column.data_type(), cuts))
+        .collect()
+}
+
+/// The rows of `batch` whose curve key falls in `range` of `space`, in row order.
+fn keep_range(
+    batch: &RecordBatch,
+    clustering: &Clustering,
+    buckets: &[ColumnBuckets],
+    space: &KeySpace,
+    range: KeyRange,
+) -> Result<RecordBatch> {
+    let keys = row_keys(batch, clustering, buckets)?;
+    let keep: BooleanArray = keys
+        .iter()
+        .map(|key| Some(range.contains(space.boundaries.partition_point(|cut| cut <= key))))
+        .collect();
+    filter_record_batch(batch, &keep).map_err(|e| Error::arrow("keeping a bin's key ranges", e))
+}
+
+/// Samples a clustering scope for a work order that splits it over several bins: reads the
+/// files `sample` (indices into `table.files`, a subset of the scope's) through `reader`,
+/// draws the same seeded reservoirs a one-bin run draws, and returns each column's bucket
+/// cuts, the cut points of `num_ranges` ranges, and the rows sampled from.
+///
+/// # Errors
+/// Read errors of the files ([`Error::DataFile`]); [`Error::Arrow`] for a column whose values
+/// cannot be keyed.
+pub(crate) fn sample_key_space(
+    table: &TableView,
+    clustering: &Clustering,
+    reader: &super::read::Reader,
+    sample: &[usize],
+    num_ranges: usize,
+) -> Result<(Vec<crate::curve::keys::BucketCuts>, Vec<u64>, u64)> {
+    let bits = bits_per_dimension(clustering.leaves.len());
+    let mut reservoirs: Vec<Reservoir> = Vec::new();
+    let mut rows = 0u64;
+    let chunk = rayon::current_num_threads().max(1);
+    for indices in sample.chunks(chunk) {
+        let read: Vec<Result<Vec<RecordBatch>>> = indices
+            .par_iter()
+            .map(|&i| reader.read(&table.files[i]))
+            .collect();
+        for batches in read {
+            for batch in batches? {
+                let columns = clustering
+                    .leaves
+                    .iter()
+                    .map(|leaf| leaf_values(&batch, &leaf.physical))
+                    .collect::<Result<Vec<_>>>()?;
+                if reservoirs.is_empty() {
+                    reservoirs = columns
+                        .iter()
+                        .map(|c| Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, SAMPLE_SEED))
+                        .collect::<Result<_>>()?;
+                }
+                for (reservoir, column) in reservoirs.iter_mut().zip(&columns) {
+                    reservoir.add(column)?;
+                }
+                rows += batch.num_rows() as u64;
+            }
+        }
+    }
+    if rows == 0 {
+        return Ok((Vec::new(), Vec::new(), 0));
+    }
+    let (buckets, boundaries) = key_space_of(reservoirs, clustering, bits, num_ranges);
+    Ok((
+        buckets.iter().map(ColumnBuckets::to_cuts).collect(),
+        boundaries,
+        rows,
+    ))
 }
 
 /// Reports every input file of a finished bin as done.

@@ -87,7 +87,7 @@ fn clustering_keeps_rows_on_every_real_table() {
 }
 
 /// Average per-file span of `column` (max - min over the table's range), from the log.
-fn average_span(location: &str, column: &str) -> f64 {
+pub(crate) fn average_span(location: &str, column: &str) -> f64 {
     let table = load(location);
     let path = vec![column.to_string()];
     let bounds: Vec<(f64, f64)> = table

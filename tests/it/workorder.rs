@@ -573,3 +573,207 @@ fn an_order_rebuilds_the_table_without_reading_the_log() {
         assert_eq!(paths(&rebuilt, &a.files), paths(&view, &b.files));
     }
 }
+
+/// 16 files of 8,000 rows of two uniform columns, no stats in the log.
+fn uniform_table(dir: &Path) -> String {
+    use deltalake::arrow::array::{Float64Array, Int64Array, RecordBatch};
+    use deltalake::arrow::datatypes::{DataType, Field, Schema};
+    use rand::{Rng as _, SeedableRng as _};
+    use std::sync::Arc;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Float64, true),
+        Field::new("y", DataType::Int64, true),
+    ]));
+    let files: Vec<Vec<RecordBatch>> = (0..16)
+        .map(|_| {
+            let n = 8_000;
+            let x: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1000.0)).collect();
+            let y: Vec<i64> = (0..n).map(|_| rng.random_range(-50_000..50_000)).collect();
+            vec![
+                RecordBatch::try_new(
+                    schema.clone(),
+                    vec![
+                        Arc::new(Float64Array::from(x)),
+                        Arc::new(Int64Array::from(y)),
+                    ],
+                )
+                .unwrap(),
+            ]
+        })
+        .collect();
+    crate::fixture::synthetic_table(dir, "uniform", &files)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_clustering_scope_split_over_bins_writes_what_one_bin_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = uniform_table(dir.path());
+    let fixture = Fixture::at(Path::new(&location));
+    let (_copy_dir, copy) = copy_table(&fixture);
+    let before = rows(&location);
+    let total = load(&location).totals().bytes;
+    let target = (total / 40).to_string();
+    let task = (total / 4 + 1).to_string();
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(
+        &location,
+        work.path(),
+        &[
+            "--hilbert",
+            "x,y",
+            "--target-size",
+            &target,
+            "--task-size",
+            &task,
+        ],
+    );
+    // One scope in four bins over one key space, all reading the 16 files.
+    let bins = bin_ids(&order);
+    assert_eq!(bins.len(), 4, "{}", order["plan"]);
+    let spaces = order["plan"]["key_spaces"].as_array().unwrap();
+    assert_eq!(spaces.len(), 1);
+    assert_eq!(spaces[0]["sampled_files"], 16);
+    assert_eq!(
+        order["files"].as_array().unwrap().len(),
+        16,
+        "each file once"
+    );
+    let mut covered = 0;
+    for bin in order["plan"]["partitions"][0]["bins"].as_array().unwrap() {
+        assert_eq!(bin["files"].as_array().unwrap().len(), 16);
+        assert_eq!(bin["key_range"]["first"], covered);
+        covered = bin["key_range"]["end"].as_u64().unwrap();
+    }
+    assert_eq!(
+        usize::try_from(covered).unwrap(),
+        spaces[0]["boundaries"].as_array().unwrap().len() + 1,
+        "the bins cover every range"
+    );
+
+    execute_in_processes(work.path(), &bins);
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let results = result_files(work.path(), &bins);
+    // Three of the four results: the scope waits, nothing is committed.
+    let mut args = vec!["commit", plan_path.as_str(), "--json"];
+    args.extend(results[..3].iter().map(String::as_str));
+    let outcome: Value = serde_json::from_str(&ok(&args)).unwrap();
+    assert!(
+        outcome["versions"].as_array().unwrap().is_empty(),
+        "{outcome}"
+    );
+    assert_eq!(outcome["bins_waiting"].as_array().unwrap().len(), 3);
+    assert_eq!(rows(&location), before);
+    // All four, one bin per batch: the scope still commits as one, its files removed once.
+    let mut args = vec!["commit", plan_path.as_str(), "--batch-size", "1", "--json"];
+    args.extend(results.iter().map(String::as_str));
+    let outcome: Value = serde_json::from_str(&ok(&args)).unwrap();
+    let versions = outcome["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{outcome}");
+    assert_eq!(outcome["files_removed"], 16);
+    let actions = fixture.commit(versions[0].as_u64().unwrap());
+    assert_eq!(
+        actions.iter().filter(|a| a.get("remove").is_some()).count(),
+        16
+    );
+    assert_eq!(rows(&location), before, "every row exactly once");
+    // One cube: every file of the scope carries the same ZCUBE_ID.
+    let cubes: std::collections::BTreeSet<String> = load(&location)
+        .files
+        .iter()
+        .map(|f| f.tags["ZCUBE_ID"].clone().unwrap())
+        .collect();
+    assert_eq!(cubes.len(), 1, "{cubes:?}");
+
+    // The plan sampled every file, as one bin does: the same files as one optimize process.
+    ok(&[
+        "optimize",
+        &copy,
+        "--hilbert",
+        "x,y",
+        "--target-size",
+        &target,
+        "--no-report",
+        "-q",
+    ]);
+    assert_eq!(layout(&location), layout(&copy));
+    for column in ["x", "y"] {
+        let span = crate::cluster::average_span(&location, column);
+        assert!(span <= 0.25, "average span of {column} is {span:.3}");
+    }
+
+    // Out of core (a memory limit far below the scope): the same files again.
+    let spilled = tempfile::tempdir().unwrap();
+    let location = uniform_table(spilled.path());
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(
+        &location,
+        work.path(),
+        &[
+            "--hilbert",
+            "x,y",
+            "--target-size",
+            &target,
+            "--task-size",
+            &task,
+            "--memory-limit",
+            "64KiB",
+        ],
+    );
+    let bins = bin_ids(&order);
+    execute_in_processes(work.path(), &bins);
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let results = result_files(work.path(), &bins);
+    for result in &results {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(result).unwrap()).unwrap();
+        assert_eq!(doc["results"][0]["spilled"], true, "{result}");
+    }
+    let mut args = vec!["commit", plan_path.as_str()];
+    args.extend(results.iter().map(String::as_str));
+    ok(&args);
+    assert_eq!(rows(&location), before);
+    assert_eq!(layout(&location), layout(&copy));
+}
+
+#[test]
+fn the_rows_of_a_split_scope_must_add_up() {
+    // A table with row counts in its log: the commit checks the scope's rows.
+    let table = Fixture::copy("row-tracking-liquid");
+    let location = table.location();
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(
+        &location,
+        work.path(),
+        &["--target-size", "1KiB", "--task-size", "1KiB"],
+    );
+    let bins = bin_ids(&order);
+    assert!(bins.len() >= 2, "{bins:?}");
+    execute_in_processes(work.path(), &bins);
+    // A worker that claims one row fewer, consistently in its result.
+    let path = work.path().join(format!("r{}.json", bins[0]));
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let rows_before = doc["results"][0]["rows"].as_u64().unwrap();
+    assert!(rows_before > 0);
+    doc["results"][0]["rows"] = Value::from(rows_before - 1);
+    let n = doc["results"][0]["files"][0]["num_records"]
+        .as_u64()
+        .unwrap();
+    doc["results"][0]["files"][0]["num_records"] = Value::from(n - 1);
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let listing = table.listing();
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let results = result_files(work.path(), &bins);
+    let mut args = vec!["commit", plan_path.as_str()];
+    args.extend(results.iter().map(String::as_str));
+    let output = run(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("one clustering scope) hold 9 rows, but their input files hold 10 live rows"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(table.listing(), listing);
+}

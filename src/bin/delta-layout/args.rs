@@ -385,6 +385,13 @@ pub struct PlanArgs {
     /// What to rewrite and how, as `optimize` takes it.
     #[command(flatten)]
     pub planning: PlanningArgs,
+    /// Split a clustering scope (a partition's files clustered together) whose input is
+    /// larger than this into key ranges over several bins, about this much input each
+    /// (units as sizes). Each bin of the scope reads all of its files and writes only its
+    /// ranges, so reads grow with the number of bins; the key ranges come from a sample of
+    /// the scope's files taken now. Default: never split.
+    #[arg(long, value_name = "SIZE", help_heading = "Curve")]
+    pub task_size: Option<String>,
     /// Write the work order (JSON) to this local file instead of standard output; a summary
     /// goes to standard error.
     #[arg(long, value_name = "FILE", help_heading = "Output")]

@@ -673,6 +673,13 @@ pub fn work_commit(
             id_ranges(&c.bins_without_result)
         )?;
     }
+    if !c.bins_waiting.is_empty() {
+        writeln!(
+            out,
+            "results given for bins {}, but other bins of their clustering scope have none: not committed yet (their files are kept)",
+            id_ranges(&c.bins_waiting)
+        )?;
+    }
     if c.files_deleted > 0 {
         writeln!(
             out,

@@ -23,7 +23,9 @@ pub fn plan(
     if let Some(out) = &args.out {
         check_writable(out)?;
     }
-    let order = runtime.block_on(workorder::plan(location, &options))?;
+    let split = workorder::SplitOptions::default()
+        .with_max_task_bytes(config::size("--task-size", args.task_size.as_deref())?);
+    let order = runtime.block_on(workorder::plan(location, &options, &split))?;
     let json = order.to_json()?;
     match &args.out {
         Some(out) => {
