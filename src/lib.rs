@@ -9,6 +9,16 @@
 //!  └──────────────────┘   └───────────────────┘   │ (rayon pool)       │   │ (log store, I/O)│
 //!                                                 └────────────────────┘   └─────────────────┘
 //! ```
+//! The same three steps run across processes or machines as work orders ([`workorder`]):
+//! ```text
+//!  workorder::plan (one process)   workorder::execute (any machine)   workorder::commit (one process)
+//!  load + plan + probe the store   rebuild the table from the order,  check results, skip bins of
+//!  -> WorkOrder (JSON, no secret)  write a bin's files -> BinResult   this run, drop touched bins,
+//!                                  (no log read, no commit)           commit batches with a txn
+//! ```
+//! `optimize::optimize` runs them in one process: `plan::plan`, the shared execute step, and
+//! [`commit::actions`] + [`commit::commit`].
+//!
 //! With `--zorder`/`--hilbert` (or a table that declares clustering columns), the plan makes
 //! one bin per partition and the rewrite clusters it along a space-filling curve
 //! ([`curve`]: rank buckets from seeded quantile samples, Z-order and Hilbert keys;
