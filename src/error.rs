@@ -4,7 +4,8 @@
 //!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`], [`Error::WorkOrder`].
 //! * **Table state** (the user or another writer changed or owns the table):
 //!   [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
-//!   [`Error::ConcurrentModification`], [`Error::CommitOutcomeUnknown`], [`Error::DataFile`].
+//!   [`Error::ConcurrentModification`], [`Error::CommitStopped`], [`Error::CommitOutcomeUnknown`],
+//!   [`Error::DataFile`].
 //! * **I/O and formats** (storage or a library below us failed): [`Error::Delta`],
 //!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`].
 //! * **[`Error::Cancelled`]**: the user stopped the run.
@@ -128,6 +129,18 @@ pub enum Error {
         /// The version that conflicts.
         winning_version: u64,
         /// What the winning commit did, e.g. "removed file 'part-0001.parquet'".
+        reason: String,
+    },
+    /// A work order's commit step stopped on another writer's commit: a metadata or
+    /// protocol change after the plan, or a table too busy to win a version. The reason says
+    /// which bins were committed before (they stay) and what happened to the others.
+    #[error("concurrent modification: version {version} of '{table}' {reason}")]
+    CommitStopped {
+        /// The table, for display.
+        table: String,
+        /// The other writer's version.
+        version: u64,
+        /// What it did, and what this step committed and deleted.
         reason: String,
     },
     /// The put of the commit failed without a clear answer (a lost response, a timeout) and

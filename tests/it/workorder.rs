@@ -751,9 +751,10 @@ fn the_rows_of_a_split_scope_must_add_up() {
     let bins = bin_ids(&order);
     assert!(bins.len() >= 2, "{bins:?}");
     execute_in_processes(work.path(), &bins);
-    // A worker that claims one row fewer, consistently in its result.
+    // A worker that claims one row fewer than its file holds: the footer says otherwise.
     let path = work.path().join(format!("r{}.json", bins[0]));
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let original = std::fs::read_to_string(&path).unwrap();
+    let mut doc: Value = serde_json::from_str(&original).unwrap();
     let rows_before = doc["results"][0]["rows"].as_u64().unwrap();
     assert!(rows_before > 0);
     doc["results"][0]["rows"] = Value::from(rows_before - 1);
@@ -769,11 +770,147 @@ fn the_rows_of_a_split_scope_must_add_up() {
     args.extend(results.iter().map(String::as_str));
     let output = run(&args);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let footer = format!("holds {} rows, but its footer says {n}", n - 1);
+    assert!(stderr(&output).contains(&footer), "{}", stderr(&output));
+    assert_eq!(table.listing(), listing);
+    // A worker that says it read and wrote nothing: the scope's rows do not add up.
+    let mut doc: Value = serde_json::from_str(&original).unwrap();
+    doc["results"][0]["rows"] = Value::from(0);
+    doc["results"][0]["files"] = Value::Array(Vec::new());
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let output = run(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let expected = format!(
+        "one clustering scope) hold {} rows, but their input files hold 10 live rows",
+        10 - rows_before
+    );
+    assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+    assert_eq!(table.listing(), listing);
+}
+
+#[test]
+fn results_are_checked_against_storage_and_committed_files_are_never_deleted() {
+    // No row counts in this table's log: the input files' footers give them.
+    let table = Fixture::copy("stats-missing-partial");
+    let location = table.location();
+    let before = rows(&location);
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(&location, work.path(), &[]);
+    let bins = bin_ids(&order);
+    assert!(!bins.is_empty(), "{order}");
+    assert!(order["plan"]["partitions"][0]["bins"][0]["input_rows"].is_null());
+    execute_in_processes(work.path(), &bins);
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let path = work.path().join(format!("r{}.json", bins[0]));
+    let original = std::fs::read_to_string(&path).unwrap();
+    let listing = table.listing();
+    let commit_with = |doc: &Value| {
+        let tampered = work.path().join("tampered.json");
+        std::fs::write(&tampered, doc.to_string()).unwrap();
+        run(&["commit", &plan_path, tampered.to_str().unwrap()])
+    };
+    // Nothing read, nothing written: the footers of the inputs say otherwise.
+    let mut doc: Value = serde_json::from_str(&original).unwrap();
+    doc["results"][0]["rows"] = Value::from(0);
+    doc["results"][0]["files"] = Value::Array(Vec::new());
+    let output = commit_with(&doc);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
-        stderr(&output)
-            .contains("one clustering scope) hold 9 rows, but their input files hold 10 live rows"),
+        stderr(&output).contains("hold 0 rows, but their input files hold"),
         "{}",
         stderr(&output)
     );
+    // One file listed twice.
+    let mut doc: Value = serde_json::from_str(&original).unwrap();
+    let first = doc["results"][0]["files"][0].clone();
+    doc["results"][0]["files"]
+        .as_array_mut()
+        .unwrap()
+        .push(first.clone());
+    let rows_claimed =
+        doc["results"][0]["rows"].as_u64().unwrap() + first["num_records"].as_u64().unwrap();
+    doc["results"][0]["rows"] = Value::from(rows_claimed);
+    let output = commit_with(&doc);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("twice"), "{}", stderr(&output));
     assert_eq!(table.listing(), listing);
+
+    // The same results given twice commit once, and a rerun with them deletes no file a
+    // commit refers to.
+    let results = result_files(work.path(), &bins);
+    let mut args = vec!["commit", plan_path.as_str()];
+    args.extend(results.iter().map(String::as_str));
+    args.extend(results.iter().map(String::as_str));
+    ok(&args);
+    assert_eq!(rows(&location), before);
+    let versions = table.log_versions();
+    ok(&args);
+    assert_eq!(table.log_versions(), versions);
+    assert_eq!(
+        rows(&location),
+        before,
+        "every committed file is still there"
+    );
+}
+
+#[test]
+fn a_metadata_change_stops_the_rest_and_keeps_what_was_committed() {
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    table.double_files();
+    let location = table.location();
+    let before = rows(&location);
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(&location, work.path(), &["--target-size", "4KiB"]);
+    let bins = bin_ids(&order);
+    assert!(bins.len() >= 3, "{bins:?}");
+    execute_in_processes(work.path(), &bins);
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let results = result_files(work.path(), &bins);
+    // The first bin commits; then a retried attempt of it arrives too.
+    ok(&["commit", &plan_path, &results[0]]);
+    let retry = work.path().join("retry.json");
+    ok(&[
+        "execute",
+        &plan_path,
+        "--bin",
+        &bins[0].to_string(),
+        "--out",
+        retry.to_str().unwrap(),
+        "-q",
+    ]);
+    let mut metadata = table
+        .commit(0)
+        .into_iter()
+        .find_map(|a| a.get("metaData").cloned())
+        .unwrap();
+    metadata["configuration"]["delta.logRetentionDuration"] =
+        Value::String("interval 30 days".into());
+    table.write_commit(
+        table.next_version(),
+        &[
+            serde_json::json!({"commitInfo": {"operation": "SET TBLPROPERTIES"}}),
+            serde_json::json!({"metaData": metadata}),
+        ],
+    );
+    let versions = table.log_versions();
+    let mut args = vec!["commit", plan_path.as_str(), retry.to_str().unwrap()];
+    args.extend(results.iter().map(String::as_str));
+    let output = run(&args);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{message}");
+    assert!(message.contains("changed the table metadata"), "{message}");
+    assert!(message.contains("1 bins of run"), "{message}");
+    assert_eq!(table.log_versions(), versions, "nothing more committed");
+    // Every file the log names is there: the same rows.
+    assert_eq!(rows(&location), before);
+    // The bins that will never commit left no file behind, nor did the retried attempt.
+    let run_id = order["plan"]["run_id"].as_str().unwrap();
+    let mut live: Vec<String> = load(&location)
+        .files
+        .iter()
+        .filter(|f| f.path.contains(run_id))
+        .map(|f| f.path.clone())
+        .collect();
+    live.sort();
+    assert_eq!(files_of_run(&table.path, run_id), live);
 }

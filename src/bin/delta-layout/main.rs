@@ -46,7 +46,10 @@ fn main() -> ExitCode {
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<delta_layout::Error>() {
         Some(delta_layout::Error::Cancelled) => 130,
-        Some(delta_layout::Error::ConcurrentModification { .. }) => 3,
+        Some(
+            delta_layout::Error::ConcurrentModification { .. }
+            | delta_layout::Error::CommitStopped { .. },
+        ) => 3,
         _ => 2,
     }
 }

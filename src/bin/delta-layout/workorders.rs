@@ -48,6 +48,16 @@ pub fn execute(
     let order = read_order(&args.plan)?;
     if let Some(out) = &args.out {
         check_writable(out)?;
+        let same = |a: &Path, b: &Path| {
+            a.canonicalize()
+                .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
+        };
+        if same(out, &args.plan) {
+            anyhow::bail!(delta_layout::Error::invalid_option(
+                "--out",
+                format!("'{}' is the work order itself", out.display())
+            ));
+        }
     }
     let bins = if args.all_bins {
         order.bin_ids()
@@ -111,12 +121,22 @@ fn read_order(path: &Path) -> anyhow::Result<WorkOrder> {
     Ok(WorkOrder::from_json(&text, &path.display().to_string())?)
 }
 
-/// Refuses an output path whose directory does not exist, before any work is done.
+/// Refuses an output path whose directory does not exist, or that lies in a Delta log,
+/// before any work is done.
 fn check_writable(path: &Path) -> anyhow::Result<()> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    let in_log = parent
+        .canonicalize()
+        .is_ok_and(|p| p.components().any(|c| c.as_os_str() == "_delta_log"));
+    if in_log {
+        anyhow::bail!(delta_layout::Error::invalid_option(
+            "--out",
+            format!("'{}' is inside a table's _delta_log", path.display())
+        ));
+    }
     if !parent.is_dir() || path.is_dir() {
         anyhow::bail!(delta_layout::Error::invalid_option(
             "--out",
