@@ -392,18 +392,19 @@ pub struct PlanArgs {
     /// the scope's files taken now. Default: never split.
     #[arg(long, value_name = "SIZE", help_heading = "Curve")]
     pub task_size: Option<String>,
-    /// Write the work order (JSON) to this local file instead of standard output; a summary
-    /// goes to standard error.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub out: Option<std::path::PathBuf>,
+    /// Write the work order (JSON) to this local file, or object URI (s3://, az://, gs://,
+    /// ... with the table's storage options), instead of standard output; a summary goes to
+    /// standard error.
+    #[arg(long, value_name = "FILE|URI", help_heading = "Output")]
+    pub out: Option<String>,
 }
 
 /// `execute` arguments.
 #[derive(Debug, Args)]
 pub struct ExecuteArgs {
-    /// The work order written by `plan` (a local file).
+    /// The work order written by `plan` (a local file or an object URI).
     #[arg(value_name = "PLAN")]
-    pub plan: std::path::PathBuf,
+    pub plan: String,
     /// A bin to execute (repeatable, or comma-separated ids).
     #[arg(
         long = "bin",
@@ -418,9 +419,10 @@ pub struct ExecuteArgs {
     /// How this process runs the bins, as `optimize` takes it.
     #[command(flatten)]
     pub execution: ExecutionArgs,
-    /// Write the result document (JSON) to this local file instead of standard output.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub out: Option<std::path::PathBuf>,
+    /// Write the result document (JSON) to this local file or object URI instead of
+    /// standard output.
+    #[arg(long, value_name = "FILE|URI", help_heading = "Output")]
+    pub out: Option<String>,
     /// No progress bar.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
@@ -429,13 +431,13 @@ pub struct ExecuteArgs {
 /// `commit` arguments.
 #[derive(Debug, Args)]
 pub struct CommitArgs {
-    /// The work order written by `plan` (a local file).
+    /// The work order written by `plan` (a local file or an object URI).
     #[arg(value_name = "PLAN")]
-    pub plan: std::path::PathBuf,
-    /// Result documents written by `execute` (local files); bins without a result are left
-    /// uncommitted.
+    pub plan: String,
+    /// Result documents written by `execute` (local files or object URIs); bins without a
+    /// result are left uncommitted.
     #[arg(value_name = "RESULT")]
-    pub results: Vec<std::path::PathBuf>,
+    pub results: Vec<String>,
     /// Bins per commit (0: every bin in one commit). Each commit carries a txn action
     /// (appId = the run id, version = the batch number); a rerun skips bins already
     /// committed.

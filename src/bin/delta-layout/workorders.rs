@@ -1,4 +1,5 @@
-//! The `plan`, `execute` and `commit` commands: work orders in local files.
+//! The `plan`, `execute` and `commit` commands: work orders and results as local files or
+//! objects in a store ([`workorder::read_document`], [`workorder::write_document`]).
 
 use std::io::Write;
 use std::path::Path;
@@ -20,8 +21,9 @@ pub fn plan(
     args: &PlanArgs,
 ) -> anyhow::Result<()> {
     let options = config::planning_options(&args.planning)?;
+    let storage = location.storage_options.clone();
     if let Some(out) = &args.out {
-        check_writable(out)?;
+        check_out(out)?;
     }
     let split = workorder::SplitOptions::default()
         .with_max_task_bytes(config::size("--task-size", args.task_size.as_deref())?);
@@ -29,7 +31,7 @@ pub fn plan(
     let json = order.to_json()?;
     match &args.out {
         Some(out) => {
-            write_atomically(out, &json)?;
+            runtime.block_on(workorder::write_document(out, &storage, &json))?;
             render::work_order(&mut std::io::stderr(), &order)?;
         }
         None => writeln!(stdout, "{json}")?,
@@ -45,17 +47,19 @@ pub fn execute(
     args: &ExecuteArgs,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
-    let order = read_order(&args.plan)?;
+    let order = read_order(runtime, &args.plan, &storage)?;
     if let Some(out) = &args.out {
-        check_writable(out)?;
-        let same = |a: &Path, b: &Path| {
-            a.canonicalize()
-                .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
+        check_out(out)?;
+        let same = |a: &str, b: &str| {
+            a == b
+                || Path::new(a)
+                    .canonicalize()
+                    .is_ok_and(|a| Path::new(b).canonicalize().is_ok_and(|b| a == b))
         };
         if same(out, &args.plan) {
             anyhow::bail!(delta_layout::Error::invalid_option(
                 "--out",
-                format!("'{}' is the work order itself", out.display())
+                format!("'{out}' is the work order itself")
             ));
         }
     }
@@ -72,12 +76,16 @@ pub fn execute(
         let progress: Arc<dyn delta_layout::progress::Progress> =
             progress::BarProgress::new(args.quiet);
         runtime.block_on(workorder::execute(
-            &order, &bins, storage, &options, progress,
+            &order,
+            &bins,
+            storage.clone(),
+            &options,
+            progress,
         ))?
     };
     let json = serde_json::to_string_pretty(&ResultDocument::new(results))?;
     match &args.out {
-        Some(out) => write_atomically(out, &json)?,
+        Some(out) => runtime.block_on(workorder::write_document(out, &storage, &json))?,
         None => writeln!(stdout, "{json}")?,
     }
     Ok(())
@@ -90,11 +98,15 @@ pub fn commit(
     storage: StorageOptions,
     args: &CommitArgs,
 ) -> anyhow::Result<()> {
-    let order = read_order(&args.plan)?;
+    let order = read_order(runtime, &args.plan, &storage)?;
     let mut results = Vec::new();
-    for path in &args.results {
-        let text = read(path, "result document")?;
-        results.extend(ResultDocument::from_json(&text, &path.display().to_string())?.results);
+    for location in &args.results {
+        let text = runtime.block_on(workorder::read_document(
+            location,
+            &storage,
+            "result document",
+        ))?;
+        results.extend(ResultDocument::from_json(&text, location)?.results);
     }
     let options = CommitOptions::default().with_batch_bins(args.batch_size);
     let outcome = runtime.block_on(workorder::commit(&order, results, storage, &options))?;
@@ -106,60 +118,25 @@ pub fn commit(
     Ok(())
 }
 
-fn read(path: &Path, what: &str) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).map_err(|e| {
-        delta_layout::Error::WorkOrder {
-            document: format!("{what} '{}'", path.display()),
-            message: format!("cannot be read: {e}"),
-        }
+fn read_order(
+    runtime: &tokio::runtime::Runtime,
+    location: &str,
+    storage: &StorageOptions,
+) -> anyhow::Result<WorkOrder> {
+    let text = runtime.block_on(workorder::read_document(location, storage, "work order"))?;
+    Ok(WorkOrder::from_json(&text, location)?)
+}
+
+/// Refuses a local output path that cannot be written, before any work is done.
+fn check_out(out: &str) -> anyhow::Result<()> {
+    if out.contains("://") {
+        return Ok(());
+    }
+    workorder::check_document_path(Path::new(out)).map_err(|message| {
+        delta_layout::Error::invalid_option(
+            "--out",
+            format!("'{out}' cannot be written: {message}"),
+        )
         .into()
     })
-}
-
-fn read_order(path: &Path) -> anyhow::Result<WorkOrder> {
-    let text = read(path, "work order")?;
-    Ok(WorkOrder::from_json(&text, &path.display().to_string())?)
-}
-
-/// Refuses an output path whose directory does not exist, or that lies in a Delta log,
-/// before any work is done.
-fn check_writable(path: &Path) -> anyhow::Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let in_log = parent
-        .canonicalize()
-        .is_ok_and(|p| p.components().any(|c| c.as_os_str() == "_delta_log"));
-    if in_log {
-        anyhow::bail!(delta_layout::Error::invalid_option(
-            "--out",
-            format!("'{}' is inside a table's _delta_log", path.display())
-        ));
-    }
-    if !parent.is_dir() || path.is_dir() {
-        anyhow::bail!(delta_layout::Error::invalid_option(
-            "--out",
-            format!(
-                "'{}' is not a file in an existing directory",
-                path.display()
-            )
-        ));
-    }
-    Ok(())
-}
-
-/// Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader
-/// never sees half a document.
-fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::NamedTempFile::new_in(parent)?;
-    file.write_all(text.as_bytes())?;
-    file.write_all(b"\n")?;
-    file.as_file().sync_all()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
