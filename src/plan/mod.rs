@@ -747,4 +747,101 @@ mod tests {
         );
         assert!(PlanOptions::default().validate().is_ok());
     }
+
+    /// A table built from a plain description (no log is read): partition column `p`,
+    /// one file per `(partition, size bytes, numRecords)`.
+    fn described(files: &[(&str, i64, u64)]) -> TableView {
+        use deltalake::kernel::{Add, DataType as D, StructField, StructType};
+        let schema = StructType::try_new(vec![
+            StructField::new("id", D::LONG, true),
+            StructField::new("p", D::STRING, true),
+        ])
+        .unwrap();
+        let description = crate::table::TableDescription {
+            // An existing directory with no table: nothing is read from it.
+            uri: url::Url::from_directory_path(std::env::temp_dir())
+                .unwrap()
+                .to_string(),
+            version: 7,
+            schema,
+            partition_columns: vec!["p".into()],
+            properties: BTreeMap::new(),
+            protocol: crate::table::ProtocolInfo {
+                min_reader_version: 1,
+                min_writer_version: 2,
+                reader_features: Vec::new(),
+                writer_features: Vec::new(),
+            },
+            clustering_columns: None,
+            row_tracking: None,
+        };
+        let adds = files
+            .iter()
+            .enumerate()
+            .map(|(i, (p, size, rows))| {
+                let path = format!("p={p}/part-{i}.parquet");
+                let add = Add {
+                    path: path.clone(),
+                    partition_values: std::collections::HashMap::from([(
+                        "p".to_string(),
+                        Some((*p).to_string()),
+                    )]),
+                    size: *size,
+                    data_change: true,
+                    stats: Some(format!("{{\"numRecords\":{rows}}}")),
+                    ..Add::default()
+                };
+                (add, path)
+            })
+            .collect();
+        TableView::from_description(description, adds, crate::table::StorageOptions::default())
+            .unwrap()
+    }
+
+    #[test]
+    fn small_files_of_a_partition_are_binned_from_a_plain_description() {
+        let table = described(&[
+            ("a", 30, 3),
+            ("a", 30, 4),
+            ("a", 200, 20),
+            ("a", 30, 5),
+            ("b", 30, 1),
+        ]);
+        let options = PlanOptions::default().with_target_file_bytes(Some(100));
+        let plan = plan(&table, &options).unwrap();
+        assert_eq!(plan.table_version, 7);
+        assert_eq!(plan.min_file_bytes, 75);
+        // Partition b has one small file: nothing to pack it with.
+        assert_eq!(plan.partitions.len(), 1);
+        let partition = &plan.partitions[0];
+        assert_eq!(partition.display, "p=a");
+        assert_eq!(partition.directory, "p=a");
+        let bins: Vec<&Bin> = partition.bins.iter().collect();
+        assert_eq!(bins.len(), 1);
+        assert_eq!(
+            bins[0].files,
+            vec![0, 1, 3],
+            "the 200-byte file is left alone"
+        );
+        assert_eq!(bins[0].input_bytes, 90);
+        assert_eq!(bins[0].input_rows, Some(12));
+        assert_eq!(plan.num_input_files(), 3);
+    }
+
+    #[test]
+    fn where_selects_partitions_of_a_plain_description() {
+        let table = described(&[("a", 30, 3), ("a", 30, 4), ("b", 30, 1), ("b", 30, 2)]);
+        let options = PlanOptions::default()
+            .with_target_file_bytes(Some(100))
+            .with_predicate(Some("p = 'b'".into()));
+        let plan = plan(&table, &options).unwrap();
+        assert_eq!(plan.num_partitions_selected, 1);
+        assert_eq!(plan.partitions.len(), 1);
+        assert_eq!(plan.partitions[0].values, vec![Some("b".to_string())]);
+        assert_eq!(plan.partitions[0].bins[0].files, vec![2, 3]);
+        let none = PlanOptions::default().with_predicate(Some("p = 'c'".into()));
+        let empty = super::plan(&table, &none).unwrap();
+        assert!(empty.is_empty());
+        assert!(empty.nothing_to_do().contains("matched no partition"));
+    }
 }
