@@ -44,7 +44,7 @@ use deltalake::logstore::{CommitOrBytes, LogStore};
 use object_store::ObjectStoreExt as _;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::plan::Plan;
 use crate::rewrite::BinOutcome;
 use crate::table::TableView;
@@ -83,7 +83,7 @@ pub async fn write_checkpoint_if_due(table: &TableView, version: u64) -> Result<
             .filter(|n| *n > 0)
             .ok_or_else(|| {
                 Error::invalid_option(
-                    PROP_CHECKPOINT_INTERVAL,
+                    Setting::TableProperty(PROP_CHECKPOINT_INTERVAL.into()),
                     format!("'{text}' is not a positive whole number of versions"),
                 )
             })?,
@@ -528,7 +528,7 @@ pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()>
         .is_some_and(|v| v.eq_ignore_ascii_case("dynamodb"))
     {
         return Err(Error::invalid_option(
-            AWS_S3_LOCKING_PROVIDER,
+            Setting::StorageOption(AWS_S3_LOCKING_PROVIDER.into()),
             format!(
                 "is 'dynamodb', but the deltalake crate this build commits through no longer supports DynamoDB locking, so writers that lock through DynamoDB would not see this run's commit to '{}'; unset it to commit with S3 conditional writes (If-None-Match), which AWS S3 supports; nothing was written",
                 table.display_location()
@@ -550,7 +550,7 @@ pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()>
     })? {
         Probe::Honoured => Ok(()),
         Probe::Unsupported => Err(Error::invalid_option(
-            "--storage-option",
+            Setting::StorageOptions,
             format!(
                 "the S3 client of '{}' has conditional puts switched off (conditional_put=disabled?), and every commit of the deltalake crate is a conditional put: remove that option; nothing was written",
                 table.display_location()
@@ -568,7 +568,7 @@ pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()>
             Ok(())
         }
         Probe::Ignored => Err(Error::invalid_option(
-            "--storage-option",
+            Setting::StorageOptions,
             format!(
                 "the S3 store of '{}' ignores conditional writes (PUT with If-None-Match: *), so two writers could both commit the same version and one commit would be lost; use a store that supports them (AWS S3 does), or set {AWS_S3_ALLOW_UNSAFE_RENAME}=true (storage option or environment) when no other writer can commit meanwhile; nothing was written",
                 table.display_location()

@@ -26,23 +26,41 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     // ---- bad input -------------------------------------------------------------------
-    /// An option has a value that cannot be used (a size that does not parse, a ratio
-    /// outside `[0, 1]`, ...). `option` is the flag or setting name, e.g. `--target-size`.
+    /// A setting has a value that cannot be used (a size that does not parse, a ratio
+    /// outside `[0, 1]`, ...). Front ends word `option` their way ([`Setting`]: the CLI as
+    /// its flag).
     #[error("invalid value for {option}: {message}")]
     InvalidOption {
-        /// The option at fault, as the user spelled it (`--target-size`, `delta.targetFileSize`).
-        option: String,
+        /// The setting at fault.
+        option: Setting,
         /// What is wrong with it.
         message: String,
     },
     /// A column named by the user does not exist where it was looked up, or is not allowed
-    /// there (for example a data column in `--where`, which only takes partition columns).
-    #[error("column '{column}' {message}")]
+    /// there (for example a data column in the partition predicate).
+    #[error("column '{column}'{} {message}", setting.as_ref().map(|s| format!(" in {s}")).unwrap_or_default())]
     UnknownColumn {
         /// The column as the user wrote it.
         column: String,
+        /// The setting that named it, when one did.
+        setting: Option<Setting>,
         /// Why it was rejected, e.g. "is not a partition column of the table".
         message: String,
+    },
+    /// A vacuum retention below the table's, without the setting that accepts it.
+    #[error(
+        "invalid value for {}: {hours} hours is below the table's retention of {table_hours} hours ({property}); files that readers of older versions or running writers still need could be deleted; {override_with} allows it",
+        Setting::Retain
+    )]
+    ShortRetention {
+        /// The retention asked for, hours.
+        hours: f64,
+        /// The table's retention, hours.
+        table_hours: f64,
+        /// The table property that sets the table's retention.
+        property: String,
+        /// The setting that accepts a shorter retention.
+        override_with: Setting,
     },
     /// A predicate (`--where`) does not parse or does not type-check.
     #[error("invalid predicate '{predicate}': {message}")]
@@ -232,11 +250,118 @@ pub enum Error {
     Internal(String),
 }
 
+/// A setting the caller gave, as errors name it: in the library's own words, never those of
+/// one front end. The CLI words each as its flag (`TargetFileSize` is `--target-size`);
+/// another front end (Python keyword arguments) words them its way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Setting {
+    /// The target file size ([`crate::plan::PlanOptions::with_target_file_bytes`]).
+    TargetFileSize,
+    /// The size under which files are candidates.
+    MinFileSize,
+    /// The deleted-rows ratio above which a file is rewritten.
+    MaxDeletedRatio,
+    /// The predicate selecting partitions.
+    PartitionPredicate,
+    /// The clustering columns of a curve.
+    CurveColumns(crate::curve::Curve),
+    /// The cube size of clustering.
+    CubeSize,
+    /// Reclustering every file (with a curve), or packing files of clustering runs (without).
+    Full,
+    /// The memory a clustering run may buffer.
+    MemoryLimit,
+    /// The local directory of spill files.
+    SpillDirectory,
+    /// The rewrite's worker threads.
+    Threads,
+    /// Files a compaction worker fetches at once.
+    ReadConcurrency,
+    /// The Parquet compression of written files.
+    Compression,
+    /// Reading written files back to compare their rows.
+    Verify,
+    /// The input bytes above which a clustering scope is split over several bins.
+    TaskSize,
+    /// Where a work-order document is written.
+    Output,
+    /// The table version to read.
+    Version,
+    /// The columns a report covers.
+    ReportColumns,
+    /// The columns whose combinations must be unique (`verify`).
+    UniqueColumns,
+    /// The directory of `sweep`'s scratch tables.
+    Scratch,
+    /// The file of predicates to measure.
+    PredicateFile,
+    /// The layouts `sweep` tries.
+    Layouts,
+    /// The share of rows `sweep` builds from.
+    Sample,
+    /// The target sizes `sweep` tries.
+    TargetSizes,
+    /// The share of rows a generated range covers.
+    Selectivity,
+    /// Generated predicates per column.
+    Queries,
+    /// The retention of `vacuum`, hours.
+    Retain,
+    /// Accepting a retention below the table's.
+    RiskBreakingReaders,
+    /// A table property, by its key (`delta.targetFileSize`).
+    TableProperty(String),
+    /// A storage option or environment variable, by its key (`AWS_S3_LOCKING_PROVIDER`).
+    StorageOption(String),
+    /// The storage options as a whole.
+    StorageOptions,
+}
+
+impl std::fmt::Display for Setting {
+    /// The library's words: `the target file size`, `table property delta.targetFileSize`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            Setting::TargetFileSize => "the target file size",
+            Setting::MinFileSize => "the minimum file size",
+            Setting::MaxDeletedRatio => "the maximum deleted ratio",
+            Setting::PartitionPredicate => "the partition predicate",
+            Setting::CurveColumns(curve) => return write!(f, "the {} columns", curve.name()),
+            Setting::CubeSize => "the cube size",
+            Setting::Full => "the full rewrite",
+            Setting::MemoryLimit => "the memory limit",
+            Setting::SpillDirectory => "the spill directory",
+            Setting::Threads => "the thread count",
+            Setting::ReadConcurrency => "the read concurrency",
+            Setting::Compression => "the compression",
+            Setting::Verify => "verification",
+            Setting::TaskSize => "the task size",
+            Setting::Output => "the output",
+            Setting::Version => "the version",
+            Setting::ReportColumns => "the report columns",
+            Setting::UniqueColumns => "the unique columns",
+            Setting::Scratch => "the scratch directory",
+            Setting::PredicateFile => "the predicate file",
+            Setting::Layouts => "the layouts",
+            Setting::Sample => "the sample",
+            Setting::TargetSizes => "the target sizes",
+            Setting::Selectivity => "the selectivity",
+            Setting::Queries => "the query count",
+            Setting::Retain => "the retention",
+            Setting::RiskBreakingReaders => "accepting a short retention",
+            Setting::TableProperty(key) => return write!(f, "table property {key}"),
+            Setting::StorageOption(key) => return f.write_str(key),
+            Setting::StorageOptions => "the storage options",
+        };
+        f.write_str(text)
+    }
+}
+
 impl Error {
     /// Builds an [`Error::InvalidOption`] for `option`.
-    pub fn invalid_option(option: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn invalid_option(option: Setting, message: impl Into<String>) -> Self {
         Error::InvalidOption {
-            option: option.into(),
+            option,
             message: message.into(),
         }
     }

@@ -70,4 +70,4 @@ pub mod value;
 pub mod verify;
 pub mod workorder;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, Setting};

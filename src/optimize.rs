@@ -355,7 +355,7 @@ pub async fn rewrite(
     let started = Instant::now();
     if options.threads > rewrite::MAX_THREADS {
         return Err(Error::invalid_option(
-            "--threads",
+            crate::Setting::Threads,
             format!(
                 "{} is more than the maximum of {}",
                 options.threads,

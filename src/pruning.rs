@@ -96,6 +96,7 @@ impl ColumnRef {
             let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
             return Err(Error::UnknownColumn {
                 column: wanted,
+                setting: None,
                 message: format!(
                     "does not exist in table '{}' (columns: {})",
                     table.display_location(),
@@ -106,6 +107,7 @@ impl ColumnRef {
         if !is_orderable(&column.data_type) {
             return Err(Error::UnknownColumn {
                 column: wanted,
+                setting: None,
                 message: format!(
                     "has type {}, which has no min/max stats to skip on",
                     column.data_type

@@ -32,16 +32,18 @@ const PIB: u64 = 1 << 50;
 ///
 /// # Examples
 /// ```
+/// use delta_layout::Setting;
 /// use delta_layout::size::parse_size;
-/// assert_eq!(parse_size("--target-size", "64MiB")?, 64 << 20);
-/// assert_eq!(parse_size("--target-size", "1GB")?, 1 << 30);
-/// assert_eq!(parse_size("delta.targetFileSize", "100mb")?, 104_857_600);
-/// assert_eq!(parse_size("--target-size", "1.5k")?, 1536);
-/// assert_eq!(parse_size("--target-size", "4096")?, 4096);
+/// assert_eq!(parse_size(Setting::TargetFileSize, "64MiB")?, 64 << 20);
+/// assert_eq!(parse_size(Setting::TargetFileSize, "1GB")?, 1 << 30);
+/// let property = Setting::TableProperty("delta.targetFileSize".into());
+/// assert_eq!(parse_size(property, "100mb")?, 104_857_600);
+/// assert_eq!(parse_size(Setting::TargetFileSize, "1.5k")?, 1536);
+/// assert_eq!(parse_size(Setting::TargetFileSize, "4096")?, 4096);
 /// # Ok::<(), delta_layout::Error>(())
 /// ```
-pub fn parse_size(option: &str, text: &str) -> Result<u64> {
-    let bad = |message: String| Error::invalid_option(option, message);
+pub fn parse_size(option: crate::Setting, text: &str) -> Result<u64> {
+    let bad = |message: String| Error::invalid_option(option.clone(), message);
     let trimmed = text.trim();
     let split = trimmed
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -188,7 +190,11 @@ mod tests {
                 bytes: 3 * KIB,
             },
         ] {
-            assert_eq!(parse_size("--x", text).unwrap(), bytes, "{text}");
+            assert_eq!(
+                parse_size(crate::Setting::MinFileSize, text).unwrap(),
+                bytes,
+                "{text}"
+            );
         }
     }
 
@@ -203,8 +209,17 @@ mod tests {
             "99999999999999999999",
             "20000000TiB",
         ] {
-            let err = parse_size("--target-size", text).unwrap_err().to_string();
-            assert!(err.contains("--target-size"), "{text}: {err}");
+            let err = parse_size(crate::Setting::TargetFileSize, text).unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    Error::InvalidOption {
+                        option: crate::Setting::TargetFileSize,
+                        ..
+                    }
+                ),
+                "{text}: {err}"
+            );
         }
     }
 

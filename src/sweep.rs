@@ -78,14 +78,14 @@ impl Layout {
         }
         let bad = || {
             Error::invalid_option(
-                "--layout",
+                crate::Setting::Layouts,
                 format!("'{spec}' is not compact, zorder:COLS or hilbert:COLS"),
             )
         };
         let (kind, columns) = spec.split_once(':').ok_or_else(bad)?;
         let curve = Curve::parse(kind).ok_or_else(bad)?;
         let columns: Vec<String> = crate::column::split_list(columns)
-            .map_err(|message| Error::invalid_option("--layout", message))?;
+            .map_err(|message| Error::invalid_option(crate::Setting::Layouts, message))?;
         if columns.is_empty() {
             return Err(bad());
         }
@@ -200,13 +200,13 @@ pub async fn sweep(
     let started = Instant::now();
     if options.target_sizes.is_empty() || options.target_sizes.contains(&0) {
         return Err(Error::invalid_option(
-            "--target-sizes",
+            crate::Setting::TargetSizes,
             "needs at least one size, each greater than 0",
         ));
     }
     if options.layouts.is_empty() {
         return Err(Error::invalid_option(
-            "--layout",
+            crate::Setting::Layouts,
             "needs at least one layout",
         ));
     }
@@ -214,7 +214,7 @@ pub async fn sweep(
         && !(f > 0.0 && f <= 1.0)
     {
         return Err(Error::invalid_option(
-            "--sample",
+            crate::Setting::Sample,
             format!("must be in (0, 1], got {f}"),
         ));
     }
@@ -239,8 +239,9 @@ pub async fn sweep(
                 if !known.iter().any(|k| k.eq_ignore_ascii_case(column)) {
                     return Err(Error::UnknownColumn {
                         column: column.clone(),
+                        setting: Some(crate::Setting::Layouts),
                         message: format!(
-                            "in --layout '{}' does not exist in table '{}' (columns: {})",
+                            "('{}') does not exist in table '{}' (columns: {})",
                             layout.name(),
                             table.display_location(),
                             known.join(", ")
@@ -252,10 +253,11 @@ pub async fn sweep(
     }
     // The report's columns must exist (named in the table's terms, not a scratch's).
     Analysis::new(&table, report_columns(&table, options).as_deref())
-        .map_err(|e| Error::invalid_option("--columns", e.to_string()))?;
+        .map_err(|e| Error::invalid_option(crate::Setting::ReportColumns, e.to_string()))?;
     for predicate in &options.report.predicates {
-        crate::pruning::Pruner::new(&table, predicate)
-            .map_err(|e| Error::invalid_option("--predicates", format!("'{predicate}': {e}")))?;
+        crate::pruning::Pruner::new(&table, predicate).map_err(|e| {
+            Error::invalid_option(crate::Setting::PredicateFile, format!("'{predicate}': {e}"))
+        })?;
     }
     // A local table is mirrored by symbolic links; a table in an object store is referred to
     // by absolute URIs from a local scratch log (nothing is copied either way).
@@ -330,7 +332,7 @@ pub async fn sweep(
             let laid_out = TableView::load(&location, None).await?;
             if totals.rows > 0 && laid_out.totals().rows == 0 {
                 return Err(Error::invalid_option(
-                    "--sample",
+                    crate::Setting::Sample,
                     format!(
                         "a sample of {fraction} keeps none of the table's {} rows",
                         totals.rows
@@ -511,24 +513,24 @@ pub fn files_touched(table: &TableView, fractions: &[f64], seed: u64) -> Result<
         .collect())
 }
 
-/// A layout's curve errors name `--layout`, the option the user wrote.
+/// A layout's curve errors name the layouts, the setting the user gave.
 fn as_layout_error(error: Error, layout: &Layout) -> Error {
-    let rename = |text: String| {
-        text.replace("--zorder", "--layout")
-            .replace("--hilbert", "--layout")
-    };
     match error {
-        Error::InvalidOption { option, message }
-            if option == "--zorder" || option == "--hilbert" =>
-        {
-            Error::invalid_option(
-                "--layout",
-                format!("'{}': {}", layout.name(), rename(message)),
-            )
-        }
-        Error::UnknownColumn { column, message } => Error::UnknownColumn {
+        Error::InvalidOption {
+            option: crate::Setting::CurveColumns(_),
+            message,
+        } => Error::invalid_option(
+            crate::Setting::Layouts,
+            format!("'{}': {message}", layout.name()),
+        ),
+        Error::UnknownColumn {
             column,
-            message: format!("{} (--layout '{}')", rename(message), layout.name()),
+            setting: Some(crate::Setting::CurveColumns(_)),
+            message,
+        } => Error::UnknownColumn {
+            column,
+            setting: Some(crate::Setting::Layouts),
+            message: format!("('{}') {message}", layout.name()),
         },
         other => other,
     }
@@ -559,7 +561,7 @@ impl Scratch {
         let temp = match parent {
             Some(dir) if dir.to_string_lossy().contains("://") => {
                 return Err(Error::invalid_option(
-                    "--scratch",
+                    crate::Setting::Scratch,
                     format!(
                         "'{}' is a URI: scratch tables are built in a local directory (a table in an object store is read from there by absolute URIs)",
                         dir.display()
@@ -599,7 +601,7 @@ impl Scratch {
                     .is_some_and(|source| canonical.starts_with(source))
                 {
                     return Err(Error::invalid_option(
-                        "--scratch",
+                        crate::Setting::Scratch,
                         format!("'{}' is inside the table", dir.display()),
                     ));
                 }
@@ -621,7 +623,10 @@ impl Scratch {
 }
 
 fn scratch_error(path: &Path, e: &std::io::Error) -> Error {
-    Error::invalid_option("--scratch", format!("cannot use '{}': {e}", path.display()))
+    Error::invalid_option(
+        crate::Setting::Scratch,
+        format!("cannot use '{}': {e}", path.display()),
+    )
 }
 
 /// Recreates `source`'s directory tree under `target` (real directories) with a symbolic

@@ -178,7 +178,7 @@ pub fn table_retention_hours(table: &TableView) -> Result<f64> {
     };
     parse_interval_hours(text).ok_or_else(|| {
         Error::invalid_option(
-            PROP_DELETED_FILE_RETENTION,
+            crate::Setting::TableProperty(PROP_DELETED_FILE_RETENTION.into()),
             format!("'{text}' is not an interval such as 'interval 7 days'"),
         )
     })
@@ -226,17 +226,17 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
     let hours = options.retain_hours.unwrap_or(table_hours) + 0.0;
     if !hours.is_finite() || hours < 0.0 {
         return Err(Error::invalid_option(
-            "--retain",
+            crate::Setting::Retain,
             format!("{hours} is not a number of hours of 0 or more"),
         ));
     }
     if hours < table_hours && !options.short_retention {
-        return Err(Error::invalid_option(
-            "--retain",
-            format!(
-                "{hours} hours is below the table's retention of {table_hours} hours ({PROP_DELETED_FILE_RETENTION}); files that readers of older versions or running writers still need could be deleted. Pass --risk-breaking-readers to do it anyway"
-            ),
-        ));
+        return Err(Error::ShortRetention {
+            hours,
+            table_hours,
+            property: PROP_DELETED_FILE_RETENTION.to_string(),
+            override_with: crate::Setting::RiskBreakingReaders,
+        });
     }
     let delta_error = |context: &str, e| Error::delta(context.to_string(), e);
     let loaded = DeltaTableBuilder::from_url(table.location.clone())

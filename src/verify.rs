@@ -396,10 +396,16 @@ impl RowEncoder {
                 Ok(_) => {
                     return Err(Error::UnknownColumn {
                         column: name.clone(),
-                        message: "in --unique is a nested field; --unique takes top-level columns (back-quote a name that holds a dot: `a.b`)".into(),
+                        setting: Some(crate::Setting::UniqueColumns),
+                        message: "is a nested field; unique columns are top-level columns (back-quote a name that holds a dot: `a.b`)".into(),
                     });
                 }
-                Err(message) => return Err(Error::invalid_option("--unique", message)),
+                Err(message) => {
+                    return Err(Error::invalid_option(
+                        crate::Setting::UniqueColumns,
+                        message,
+                    ));
+                }
             };
             let found = self.columns.iter().find(|(c, _)| *c == wanted).or_else(|| {
                 self.columns
@@ -414,8 +420,9 @@ impl RowEncoder {
                     .collect();
                 return Err(Error::UnknownColumn {
                     column: name.clone(),
+                    setting: Some(crate::Setting::UniqueColumns),
                     message: format!(
-                        "in --unique does not exist in table '{}' (columns: {})",
+                        "does not exist in table '{}' (columns: {})",
                         table.display_location(),
                         known.join(", ")
                     ),

@@ -388,15 +388,15 @@ pub async fn plan(
     if let Some(task_bytes) = split.max_task_bytes {
         if task_bytes == 0 {
             return Err(Error::invalid_option(
-                "--task-size",
+                crate::Setting::TaskSize,
                 "must be greater than 0",
             ));
         }
         split_scopes(&table, &mut plan, task_bytes, split.sample_files.max(1)).await?;
         if options.verify && !plan.key_spaces.is_empty() {
             return Err(Error::invalid_option(
-                "--verify",
-                "cannot check a clustering scope split over several bins (each bin reads the scope's files but writes only its key ranges); plan without --verify, or with a --task-size above the largest scope",
+                crate::Setting::Verify,
+                "cannot check a clustering scope split over several bins (each bin reads the scope's files but writes only its key ranges); plan without verification, or with a task size above the largest scope",
             ));
         }
     }
@@ -637,7 +637,7 @@ pub async fn execute(
     let verify = order.settings.verify || options.verify;
     if verify && plan_has_split(&order.plan, &wanted) {
         return Err(Error::invalid_option(
-            "--verify",
+            crate::Setting::Verify,
             "cannot check a bin of a clustering scope split over several bins (it reads the scope's files but writes only its key ranges)",
         ));
     }
@@ -1203,7 +1203,7 @@ fn check_result(order: &WorkOrder, result: &BinResult) -> Result<()> {
     };
     if order.settings.verify && !result.verified {
         return Err(bad(
-            "was not verified, but the plan asks every bin to be (--verify)".into(),
+            "was not verified, but the plan asks every bin to be".into()
         ));
     }
     if let Some(expected) = bin.input_rows
@@ -1572,7 +1572,10 @@ pub async fn write_document(
 ) -> Result<()> {
     let shown = crate::table::location::redact_uri(location);
     let refused = |message: String| {
-        Error::invalid_option("--out", format!("'{shown}' cannot be written: {message}"))
+        Error::invalid_option(
+            crate::Setting::Output,
+            format!("'{shown}' cannot be written: {message}"),
+        )
     };
     match document_store(location, storage_options)? {
         None => {
@@ -1642,7 +1645,7 @@ fn document_store(
         if local != location {
             // A file:// URI: read it as the local path it names.
             return Err(Error::invalid_option(
-                "--out",
+                crate::Setting::Output,
                 format!("give the local path '{local}' instead of a file:// URI"),
             ));
         }

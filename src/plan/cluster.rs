@@ -197,12 +197,13 @@ impl Clustering {
 /// [`MAX_DIMENSIONS`]; [`Error::UnknownColumn`] naming the column for a duplicate, a partition
 /// column, an unknown column, or a column of a type without order (struct, map, array).
 pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering> {
-    let flag = format!("--{}", request.curve.name());
+    let setting = crate::Setting::CurveColumns(request.curve);
     let requested = request
         .columns
         .iter()
         .map(|name| {
-            crate::column::parse_path(name).map_err(|message| Error::invalid_option(&flag, message))
+            crate::column::parse_path(name)
+                .map_err(|message| Error::invalid_option(setting.clone(), message))
         })
         .collect::<Result<Vec<_>>>()?;
     if let Some(declared) = &table.clustering_columns {
@@ -212,20 +213,20 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
             });
         if !same {
             return Err(Error::invalid_option(
-                flag,
+                setting,
                 format!(
-                    "the table declares clustering columns {}; cluster by those (or run without a curve option)",
+                    "the table declares clustering columns {}; cluster by those (or without a curve, which clusters by them)",
                     declared.join(", ")
                 ),
             ));
         }
     }
     if request.columns.is_empty() {
-        return Err(Error::invalid_option(flag, "needs at least one column"));
+        return Err(Error::invalid_option(setting, "needs at least one column"));
     }
     if request.columns.len() > MAX_DIMENSIONS {
         return Err(Error::invalid_option(
-            flag,
+            setting,
             format!(
                 "takes at most {MAX_DIMENSIONS} columns, {} were given",
                 request.columns.len()
@@ -238,6 +239,7 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
         let name = name.trim();
         let unknown = |message: String| Error::UnknownColumn {
             column: name.to_string(),
+            setting: Some(setting.clone()),
             message,
         };
         if path.len() == 1
@@ -246,9 +248,10 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
                 .iter()
                 .any(|p| p.eq_ignore_ascii_case(&path[0]))
         {
-            return Err(unknown(format!(
-                "in {flag} is a partition column: files never straddle partitions, so clustering on it does nothing"
-            )));
+            return Err(unknown(
+                "is a partition column: files never straddle partitions, so clustering on it does nothing"
+                    .to_string(),
+            ));
         }
         let exact: Vec<&LeafColumn> = leaves.iter().filter(|l| &l.logical == path).collect();
         let matches = if exact.is_empty() {
@@ -267,36 +270,36 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
                         && crate::column::eq_ignore_case(&l.logical[..path.len()], path)
                 }) {
                     return Err(unknown(format!(
-                        "in {flag} is a struct, which has no order (name one of its fields as {name}.field)"
+                        "is a struct, which has no order (name one of its fields as {name}.field)"
                     )));
                 }
                 let known: Vec<String> = leaves.iter().map(LeafColumn::display_name).collect();
                 return Err(unknown(format!(
-                    "in {flag} does not exist in the table (columns: {})",
+                    "does not exist in the table (columns: {})",
                     known.join(", ")
                 )));
             }
             _ => {
-                return Err(unknown(format!(
-                    "in {flag} matches several columns that differ only in case"
-                )));
+                return Err(unknown(
+                    "matches several columns that differ only in case".to_string(),
+                ));
             }
         };
         if !is_orderable(&leaf.data_type) {
             return Err(unknown(format!(
-                "in {flag} has type {}, which has no order",
+                "has type {}, which has no order",
                 leaf.data_type
             )));
         }
         if resolved.iter().any(|r| r.logical == leaf.logical) {
-            return Err(unknown(format!("is listed twice in {flag}")));
+            return Err(unknown("is listed twice".to_string()));
         }
         resolved.push(leaf);
     }
     let cube_bytes = request.cube_bytes.unwrap_or(DEFAULT_CUBE_BYTES);
     if cube_bytes == 0 {
         return Err(Error::invalid_option(
-            "--cube-size",
+            crate::Setting::CubeSize,
             "must be greater than 0",
         ));
     }

@@ -13,14 +13,12 @@ pub mod cluster;
 pub mod directory;
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use deltalake::kernel::DataType;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::predicate::Predicate;
-use crate::size::format_size;
 use crate::table::{PROP_TARGET_FILE_SIZE, TableView};
 
 /// Default share of the target size under which a file is a compaction candidate (3/4,
@@ -151,13 +149,13 @@ impl PlanOptions {
     pub fn validate(&self) -> Result<()> {
         if self.target_file_bytes == Some(0) {
             return Err(Error::invalid_option(
-                "--target-size",
+                crate::Setting::TargetFileSize,
                 "must be greater than 0",
             ));
         }
         if !(0.0..=1.0).contains(&self.max_deleted_ratio) {
             return Err(Error::invalid_option(
-                "--max-deleted-ratio",
+                crate::Setting::MaxDeletedRatio,
                 format!("{} is not between 0 and 1", self.max_deleted_ratio),
             ));
         }
@@ -300,105 +298,10 @@ impl Plan {
             .filter(|b| b.key_range.is_none_or(|range| range.first == 0))
     }
 
-    /// Why a plan is empty, for people.
-    #[must_use]
-    pub fn nothing_to_do(&self) -> String {
-        if self.num_partitions_selected == 0 && self.predicate.is_some() {
-            "the --where predicate matched no partition".to_string()
-        } else if self.clustering.is_some() {
-            format!(
-                "every selected partition ({}) is already clustered this way",
-                self.num_partitions_selected
-            )
-        } else {
-            let left = if self.clustered_files_left > 0 {
-                format!(
-                    " ({} of clustering runs left alone; --full includes them)",
-                    crate::size::count(self.clustered_files_left as u64, "small file")
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "no selected partition ({}) has two or more small files, or a file with many deleted rows{left}",
-                self.num_partitions_selected
-            )
-        }
-    }
-
     /// True when there is nothing to do.
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.partitions.is_empty()
-    }
-}
-
-impl TargetSource {
-    /// How the target size was chosen, for people: `--target-size`, `delta.targetFileSize`
-    /// or `autotuned`.
-    #[must_use]
-    pub fn describe(self) -> &'static str {
-        match self {
-            TargetSource::Option => "--target-size",
-            TargetSource::TableProperty => PROP_TARGET_FILE_SIZE,
-            TargetSource::Autotuned => "autotuned",
-        }
-    }
-}
-
-impl fmt::Display for Plan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "plan for version {}: target file size {} ({}), candidates below {} or over {:.0}% deleted rows",
-            self.table_version,
-            format_size(self.target_file_bytes),
-            self.target_source.describe(),
-            format_size(self.min_file_bytes),
-            self.max_deleted_ratio * 100.0
-        )?;
-        if let Some(p) = &self.predicate {
-            writeln!(f, "where {p}")?;
-        }
-        if let Some(c) = &self.clustering {
-            writeln!(
-                f,
-                "cluster along a {} curve on {}",
-                c.curve.name(),
-                c.columns.join(", ")
-            )?;
-        }
-        if self.clustered_files_left > 0 {
-            writeln!(
-                f,
-                "left alone: {} written by a clustering run (ZCUBE_ID tags); compacting them with other files would undo it (--full includes them)",
-                crate::size::count(self.clustered_files_left as u64, "small file")
-            )?;
-        }
-        if self.is_empty() {
-            return writeln!(f, "nothing to do: {}", self.nothing_to_do());
-        }
-        for partition in &self.partitions {
-            let files: usize = partition.bins.iter().map(|b| b.files.len()).sum();
-            let bytes: u64 = partition.bins.iter().map(|b| b.input_bytes).sum();
-            let outputs: u64 = partition.bins.iter().map(|b| b.expected_output_files).sum();
-            writeln!(
-                f,
-                "  {}: {}, {}, {}, about {}",
-                partition.display,
-                crate::size::count(partition.bins.len() as u64, "bin"),
-                crate::size::count(files as u64, "input file"),
-                format_size(bytes),
-                crate::size::count(outputs, "output file")
-            )?;
-        }
-        writeln!(
-            f,
-            "total: {}, {}, {}",
-            crate::size::count(self.bins().count() as u64, "bin"),
-            crate::size::count(self.num_input_files() as u64, "input file"),
-            format_size(self.input_bytes())
-        )
     }
 }
 
@@ -431,10 +334,13 @@ pub fn target_file_bytes(table: &TableView, requested: Option<u64>) -> Result<(u
         Some(bytes) => (bytes, TargetSource::Option),
         None => match table.property(PROP_TARGET_FILE_SIZE) {
             Some(text) => {
-                let bytes = crate::size::parse_size(PROP_TARGET_FILE_SIZE, text)?;
+                let bytes = crate::size::parse_size(
+                    crate::Setting::TableProperty(PROP_TARGET_FILE_SIZE.into()),
+                    text,
+                )?;
                 if bytes == 0 {
                     return Err(Error::invalid_option(
-                        PROP_TARGET_FILE_SIZE,
+                        crate::Setting::TableProperty(PROP_TARGET_FILE_SIZE.into()),
                         "must be greater than 0",
                     ));
                 }
@@ -676,12 +582,13 @@ fn partition_predicate(table: &TableView, text: &str) -> Result<Predicate> {
             .any(|leaf| leaf.display_name().eq_ignore_ascii_case(&name));
         Err(Error::UnknownColumn {
             column: name,
+            setting: Some(crate::Setting::PartitionPredicate),
             message: if is_data_column {
                 format!(
-                    "in --where is not a partition column ({known}); --where selects partitions only"
+                    "is not a partition column ({known}); the partition predicate selects partitions, not rows"
                 )
             } else {
-                format!("in --where does not exist in the table ({known})")
+                format!("does not exist in the table ({known})")
             },
         })
     };
@@ -729,22 +636,26 @@ mod tests {
 
     #[test]
     fn options_are_validated() {
-        assert!(
+        assert!(matches!(
             PlanOptions::default()
                 .with_target_file_bytes(Some(0))
                 .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("--target-size")
-        );
-        assert!(
+                .unwrap_err(),
+            Error::InvalidOption {
+                option: crate::Setting::TargetFileSize,
+                ..
+            }
+        ));
+        assert!(matches!(
             PlanOptions::default()
                 .with_max_deleted_ratio(1.5)
                 .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("--max-deleted-ratio")
-        );
+                .unwrap_err(),
+            Error::InvalidOption {
+                option: crate::Setting::MaxDeletedRatio,
+                ..
+            }
+        ));
         assert!(PlanOptions::default().validate().is_ok());
     }
 
@@ -842,6 +753,6 @@ mod tests {
         let none = PlanOptions::default().with_predicate(Some("p = 'c'".into()));
         let empty = super::plan(&table, &none).unwrap();
         assert!(empty.is_empty());
-        assert!(empty.nothing_to_do().contains("matched no partition"));
+        assert_eq!(empty.num_partitions_selected, 0);
     }
 }

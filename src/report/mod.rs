@@ -84,13 +84,13 @@ impl ReportOptions {
     pub fn validate(&self) -> Result<()> {
         if self.queries == 0 || self.queries > MAX_QUERIES {
             return Err(Error::invalid_option(
-                "--queries",
+                crate::Setting::Queries,
                 format!("must be between 1 and {MAX_QUERIES}, got {}", self.queries),
             ));
         }
         if !(self.selectivity > 0.0 && self.selectivity <= 1.0) {
             return Err(Error::invalid_option(
-                "--selectivity",
+                crate::Setting::Selectivity,
                 format!("must be in (0, 1], got {}", self.selectivity),
             ));
         }
@@ -348,13 +348,24 @@ impl<'t> Analysis<'t> {
             Some(names) => {
                 let mut out: Vec<ColumnRef> = Vec::new();
                 for name in names {
-                    let path = crate::column::parse_path(name)
-                        .map_err(|message| Error::invalid_option("--columns", message))?;
-                    let column = ColumnRef::resolve(table, &path)?;
+                    let path = crate::column::parse_path(name).map_err(|message| {
+                        Error::invalid_option(crate::Setting::ReportColumns, message)
+                    })?;
+                    let column = ColumnRef::resolve(table, &path).map_err(|e| match e {
+                        Error::UnknownColumn {
+                            column, message, ..
+                        } => Error::UnknownColumn {
+                            column,
+                            setting: Some(crate::Setting::ReportColumns),
+                            message,
+                        },
+                        other => other,
+                    })?;
                     if out.iter().any(|c| c.logical == column.logical) {
                         return Err(Error::UnknownColumn {
                             column: name.clone(),
-                            message: "is named twice in --columns".into(),
+                            setting: Some(crate::Setting::ReportColumns),
+                            message: "is named twice".into(),
                         });
                     }
                     out.push(column);

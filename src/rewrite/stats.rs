@@ -46,8 +46,12 @@ pub const STRING_PREFIX_CHARS: usize = 32;
 pub fn indexed_columns(table: &TableView) -> Result<Vec<LeafColumn>> {
     let leaves = table.data_leaf_columns();
     if let Some(list) = table.property(PROP_STATS_COLUMNS) {
-        let wanted: Vec<Vec<String>> = crate::column::parse_list(list)
-            .map_err(|message| Error::invalid_option(PROP_STATS_COLUMNS, message))?;
+        let wanted: Vec<Vec<String>> = crate::column::parse_list(list).map_err(|message| {
+            Error::invalid_option(
+                crate::Setting::TableProperty(PROP_STATS_COLUMNS.into()),
+                message,
+            )
+        })?;
         return Ok(leaves
             .into_iter()
             .filter(|leaf| {
@@ -65,7 +69,10 @@ pub fn indexed_columns(table: &TableView) -> Result<Vec<LeafColumn>> {
         None => DEFAULT_NUM_INDEXED_COLS,
         Some(text) => {
             let n: i64 = text.trim().parse().map_err(|_| {
-                Error::invalid_option(PROP_NUM_INDEXED_COLS, format!("'{text}' is not an integer"))
+                Error::invalid_option(
+                    crate::Setting::TableProperty(PROP_NUM_INDEXED_COLS.into()),
+                    format!("'{text}' is not an integer"),
+                )
             })?;
             if n < 0 {
                 usize::MAX

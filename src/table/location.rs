@@ -94,14 +94,14 @@ impl StorageOptions {
         for item in items {
             let Some((key, value)) = item.split_once('=') else {
                 return Err(Error::invalid_option(
-                    "--storage-option",
+                    crate::Setting::StorageOptions,
                     "expects KEY=VALUE (for example AWS_REGION=us-east-1), got an item without '='",
                 ));
             };
             let key = key.trim();
             if key.is_empty() {
                 return Err(Error::invalid_option(
-                    "--storage-option",
+                    crate::Setting::StorageOptions,
                     "expects KEY=VALUE, got an empty KEY",
                 ));
             }
@@ -218,7 +218,7 @@ impl TableLocation {
             }
             if value.chars().any(char::is_control) {
                 return Err(Error::invalid_option(
-                    key,
+                    crate::Setting::StorageOption(key.to_string()),
                     "holds a control character (a newline?); storage settings are one line",
                 ));
             }
@@ -229,7 +229,7 @@ impl TableLocation {
                 });
                 if !fine {
                     return Err(Error::invalid_option(
-                        key,
+                        crate::Setting::StorageOption(key.to_string()),
                         "is not an http:// or https:// URL with a host (for example http://127.0.0.1:9000)",
                     ));
                 }
@@ -416,7 +416,13 @@ mod tests {
         assert!(!shown.contains("hunter2"), "{shown}");
         assert!(shown.contains("AWS_SECRET_ACCESS_KEY"), "{shown}");
         let err = StorageOptions::parse(["AWS_SECRET_ACCESS_KEY"]).unwrap_err();
-        assert!(err.to_string().contains("--storage-option"));
+        assert!(matches!(
+            err,
+            Error::InvalidOption {
+                option: crate::Setting::StorageOptions,
+                ..
+            }
+        ));
         assert!(StorageOptions::parse(["=x"]).is_err());
         // A value may itself hold '=' (base64 keys, SAS tokens).
         let options = StorageOptions::parse(["AZURE_STORAGE_SAS_KEY=a=b&c=d"]).unwrap();

@@ -240,7 +240,7 @@ impl TableView {
                     // Tell a missing version apart from a missing table.
                     if let Ok(latest) = builder_for()?.load().await {
                         return Err(Error::invalid_option(
-                            "--version",
+                            crate::Setting::Version,
                             format!(
                                 "version {v} of '{location}' cannot be read (latest is {})",
                                 latest.version().unwrap_or_default()
@@ -341,8 +341,12 @@ impl TableView {
         let Some(list) = self.property(PROP_LIQUID_CLUSTERING_COLUMNS) else {
             return Ok(None);
         };
-        let columns = crate::column::parse_list(list)
-            .map_err(|message| Error::invalid_option(PROP_LIQUID_CLUSTERING_COLUMNS, message))?;
+        let columns = crate::column::parse_list(list).map_err(|message| {
+            Error::invalid_option(
+                crate::Setting::TableProperty(PROP_LIQUID_CLUSTERING_COLUMNS.into()),
+                message,
+            )
+        })?;
         Ok(Some(
             columns
                 .iter()

@@ -57,7 +57,7 @@ impl ColumnMappingMode {
             Some("name") => Ok(Self::Name),
             Some("id") => Ok(Self::Id),
             Some(other) => Err(Error::invalid_option(
-                super::PROP_COLUMN_MAPPING_MODE,
+                crate::Setting::TableProperty(super::PROP_COLUMN_MAPPING_MODE.into()),
                 format!("unknown column mapping mode '{other}'"),
             )),
         }

@@ -78,7 +78,7 @@ fn the_table_is_byte_identical_and_the_scratch_is_removed() {
         .block_on(sweep(&fixture.location(), &inside, Arc::new(NoProgress)))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("--scratch"), "{err}");
+    assert!(err.contains("the scratch directory"), "{err}");
 }
 
 /// The figures of `hilbert:id` at one size against the same layout built by `optimize` on a
@@ -210,7 +210,7 @@ fn a_sample_of_one_equals_no_sample() {
         ))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("--sample"), "{err}");
+    assert!(err.contains("the sample"), "{err}");
 }
 
 #[test]
@@ -222,13 +222,14 @@ fn bad_options_are_named() {
             .unwrap_err()
             .to_string()
     };
-    assert!(err(options(vec![Layout::Compact], vec![], None)).contains("--target-sizes"));
-    assert!(err(options(vec![Layout::Compact], vec![0], None)).contains("--target-sizes"));
-    assert!(err(options(vec![], vec![1024], None)).contains("--layout"));
-    assert!(err(options(vec![Layout::Compact], vec![1024], Some(0.0))).contains("--sample"));
+    // The library names settings in its own words (the CLI words them as flags).
+    assert!(err(options(vec![Layout::Compact], vec![], None)).contains("the target sizes"));
+    assert!(err(options(vec![Layout::Compact], vec![0], None)).contains("the target sizes"));
+    assert!(err(options(vec![], vec![1024], None)).contains("the layouts"));
+    assert!(err(options(vec![Layout::Compact], vec![1024], Some(0.0))).contains("the sample"));
     let unknown = err(options(vec![hilbert(&["nope"])], vec![1024], None));
     assert!(
-        unknown.contains("nope") && unknown.contains("--layout"),
+        unknown.contains("nope") && unknown.contains("the layouts"),
         "{unknown}"
     );
     let mut bad_predicate = options(vec![Layout::Compact], vec![1024], None);
@@ -236,7 +237,7 @@ fn bad_options_are_named() {
         vec![delta_layout::predicate::Predicate::parse("nope = 1").unwrap()];
     let message = err(bad_predicate);
     assert!(
-        message.contains("--predicates") && message.contains("nope"),
+        message.contains("the predicate file") && message.contains("nope"),
         "{message}"
     );
     assert!(
@@ -247,7 +248,7 @@ fn bad_options_are_named() {
         Layout::parse("spiral:a")
             .unwrap_err()
             .to_string()
-            .contains("--layout")
+            .contains("the layouts")
     );
     assert_eq!(
         Layout::parse(" zorder: a , b ").unwrap().name(),

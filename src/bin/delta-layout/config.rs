@@ -10,9 +10,9 @@ use delta_layout::report::ReportOptions;
 
 use crate::args::{ExecutionArgs, OptimizeArgs, PlanningArgs, ReportArgs, SweepArgs};
 
-/// Parses an optional size flag.
-pub fn size(flag: &str, text: Option<&str>) -> anyhow::Result<Option<u64>> {
-    text.map(|t| delta_layout::size::parse_size(flag, t))
+/// Parses an optional size of `setting`.
+pub fn size(setting: delta_layout::Setting, text: Option<&str>) -> anyhow::Result<Option<u64>> {
+    text.map(|t| delta_layout::size::parse_size(setting.clone(), t))
         .transpose()
         .map_err(anyhow::Error::from)
 }
@@ -23,7 +23,7 @@ fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
         (None, Some(columns)) => (Curve::Hilbert, columns.clone()),
         (None, None) => {
             if args.cube_size.is_some() {
-                anyhow::bail!(delta_layout::Error::invalid_option(
+                anyhow::bail!(crate::words::bad_flag(
                     "--cube-size",
                     "only applies with --zorder or --hilbert"
                 ));
@@ -32,7 +32,7 @@ fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
         }
     };
     let mut request = ClusterRequest::new(curve, columns);
-    request.cube_bytes = size("--cube-size", args.cube_size.as_deref())?;
+    request.cube_bytes = size(delta_layout::Setting::CubeSize, args.cube_size.as_deref())?;
     request.full = args.full;
     Ok(Some(request))
 }
@@ -45,9 +45,12 @@ pub fn report_options(args: &ReportArgs) -> anyhow::Result<(ReportOptions, Vec<u
         None => (Vec::new(), Vec::new()),
         Some(path) => read_predicates(path)?.into_iter().unzip(),
     };
-    let target_file_bytes = size("--target-size", args.target_size.as_deref())?;
+    let target_file_bytes = size(
+        delta_layout::Setting::TargetFileSize,
+        args.target_size.as_deref(),
+    )?;
     if target_file_bytes == Some(0) {
-        anyhow::bail!(delta_layout::Error::invalid_option(
+        anyhow::bail!(crate::words::bad_flag(
             "--target-size",
             "must be greater than 0"
         ));
@@ -67,7 +70,7 @@ pub fn report_options(args: &ReportArgs) -> anyhow::Result<(ReportOptions, Vec<u
 /// One predicate per line; blank lines and `#` comments skipped. Errors name the line.
 fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usize)>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        delta_layout::Error::invalid_option(
+        crate::words::bad_flag(
             "--predicates",
             format!("cannot read '{}': {e}", path.display()),
         )
@@ -81,7 +84,7 @@ fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usi
             continue;
         }
         let predicate = Predicate::parse(line).map_err(|e| {
-            delta_layout::Error::invalid_option(
+            crate::words::bad_flag(
                 "--predicates",
                 format!("{} line {}: {e}", path.display(), n + 1),
             )
@@ -89,7 +92,7 @@ fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usi
         out.push((predicate, n + 1));
     }
     if out.is_empty() {
-        anyhow::bail!(delta_layout::Error::invalid_option(
+        anyhow::bail!(crate::words::bad_flag(
             "--predicates",
             format!("'{}' holds no predicate", path.display()),
         ));
@@ -106,22 +109,31 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
 /// The options `plan` and `optimize` share: what to rewrite, codec, memory limit, verify.
 pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> {
     let plan = PlanOptions::default()
-        .with_target_file_bytes(size("--target-size", args.target_size.as_deref())?)
-        .with_min_file_bytes(size("--min-file-size", args.min_file_size.as_deref())?)
+        .with_target_file_bytes(size(
+            delta_layout::Setting::TargetFileSize,
+            args.target_size.as_deref(),
+        )?)
+        .with_min_file_bytes(size(
+            delta_layout::Setting::MinFileSize,
+            args.min_file_size.as_deref(),
+        )?)
         .with_max_deleted_ratio(args.max_deleted_ratio.unwrap_or(DEFAULT_MAX_DELETED_RATIO))
         .with_predicate(args.predicate.clone())
         .with_include_clustered(args.full && args.zorder.is_none() && args.hilbert.is_none())
         .with_clustering(clustering(args)?);
     plan.validate()?;
-    let memory_limit = size("--memory-limit", args.memory_limit.as_deref())?;
+    let memory_limit = size(
+        delta_layout::Setting::MemoryLimit,
+        args.memory_limit.as_deref(),
+    )?;
     if memory_limit == Some(0) {
-        anyhow::bail!(delta_layout::Error::invalid_option(
+        anyhow::bail!(crate::words::bad_flag(
             "--memory-limit",
             "must be greater than 0"
         ));
     }
     let codec = delta_layout::rewrite::write::Codec::parse(&args.compression)
-        .map_err(|m| delta_layout::Error::invalid_option("--compression", m))?;
+        .map_err(|m| crate::words::bad_flag("--compression", m))?;
     Ok(OptimizeOptions::default()
         .with_codec(codec)
         .with_plan(plan)
@@ -137,11 +149,10 @@ pub fn execution_options(
     if let Some(dir) = &args.temp_dir
         && !dir.is_dir()
     {
-        return Err(delta_layout::Error::invalid_option(
+        return Err(crate::words::bad_flag(
             "--temp-dir",
             format!("'{}' is not an existing local directory", dir.display()),
-        )
-        .into());
+        ));
     }
     Ok(options
         .with_spill_directory(args.temp_dir.clone())
@@ -157,9 +168,10 @@ pub fn sweep_options(
     use delta_layout::sweep::Layout;
     let mut target_sizes = Vec::new();
     for text in &args.target_sizes {
-        let bytes = delta_layout::size::parse_size("--target-sizes", text.trim())?;
+        let bytes =
+            delta_layout::size::parse_size(delta_layout::Setting::TargetSizes, text.trim())?;
         if bytes == 0 {
-            anyhow::bail!(delta_layout::Error::invalid_option(
+            anyhow::bail!(crate::words::bad_flag(
                 "--target-sizes",
                 "every size must be greater than 0"
             ));
@@ -204,8 +216,11 @@ pub fn sweep_options(
         sample: args.sample,
         scratch: args.scratch.clone(),
         report,
-        memory_limit_bytes: match size("--memory-limit", args.memory_limit.as_deref())? {
-            Some(0) => anyhow::bail!(delta_layout::Error::invalid_option(
+        memory_limit_bytes: match size(
+            delta_layout::Setting::MemoryLimit,
+            args.memory_limit.as_deref(),
+        )? {
+            Some(0) => anyhow::bail!(crate::words::bad_flag(
                 "--memory-limit",
                 "must be greater than 0"
             )),

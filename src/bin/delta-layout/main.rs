@@ -10,6 +10,7 @@ mod args;
 mod config;
 mod progress;
 mod render;
+mod words;
 mod workorders;
 
 use std::io::Write as _;
@@ -34,7 +35,7 @@ fn main() -> ExitCode {
             let _ = writeln!(
                 std::io::stderr(),
                 "delta-layout: {}",
-                progress::redact(&one_line(&err))
+                progress::redact(&words::error(&err).unwrap_or_else(|| one_line(&err)))
             );
             ExitCode::from(exit_code(&err))
         }
@@ -100,16 +101,14 @@ fn cancel_on_signal(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) {
     });
 }
 
-/// A version error of a second table load names the option that chose that version.
-fn rename_version_option(error: delta_layout::Error, option: &str) -> delta_layout::Error {
+/// A version error of a second table load names the flag that chose that version.
+fn rename_version_option(error: delta_layout::Error, flag: &str) -> anyhow::Error {
     match error {
-        delta_layout::Error::InvalidOption { option: o, message } if o == "--version" => {
-            delta_layout::Error::InvalidOption {
-                option: option.to_string(),
-                message,
-            }
-        }
-        other => other,
+        delta_layout::Error::InvalidOption {
+            option: delta_layout::Setting::Version,
+            message,
+        } => words::bad_flag(flag, message),
+        other => other.into(),
     }
 }
 
@@ -119,9 +118,7 @@ fn check_html_path(
     path: &std::path::Path,
     table: &delta_layout::table::TableView,
 ) -> anyhow::Result<()> {
-    let bad = |message: String| {
-        anyhow::Error::from(delta_layout::Error::invalid_option("--html", message))
-    };
+    let bad = |message: String| crate::words::bad_flag("--html", message);
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -146,10 +143,7 @@ fn check_html_path(
 
 fn write_html(path: &std::path::Path, page: &str) -> anyhow::Result<()> {
     std::fs::write(path, page).map_err(|e| {
-        anyhow::Error::from(delta_layout::Error::invalid_option(
-            "--html",
-            format!("cannot write '{}': {e}", path.display()),
-        ))
+        crate::words::bad_flag("--html", format!("cannot write '{}': {e}", path.display()))
     })
 }
 
@@ -170,7 +164,7 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
             for value in &list {
                 names.extend(
                     delta_layout::column::split_list(value)
-                        .map_err(|m| delta_layout::Error::invalid_option(flag, m))?,
+                        .map_err(|m| crate::words::bad_flag(flag, m))?,
                 );
             }
             *values = Some(names);
@@ -305,7 +299,10 @@ fn run_commit(context: &Context, args: args::CommitArgs) -> anyhow::Result<ExitC
 fn run_inspect(context: &Context, args: args::InspectArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
     let mut stdout = std::io::stdout().lock();
-    let target = config::size("--target-size", args.target_size.as_deref())?;
+    let target = config::size(
+        delta_layout::Setting::TargetFileSize,
+        args.target_size.as_deref(),
+    )?;
     let table = runtime.block_on(delta_layout::table::TableView::load(
         at(&args.table),
         args.version,
@@ -336,7 +333,7 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
     // Each predicate must fit the table: name its line when it does not.
     for (predicate, line) in options.predicates.iter().zip(&lines) {
         delta_layout::pruning::Pruner::new(&table, predicate).map_err(|e| {
-            delta_layout::Error::invalid_option(
+            crate::words::bad_flag(
                 "--predicates",
                 format!(
                     "{} line {line}: {e}",
@@ -471,7 +468,7 @@ fn run_verify(context: &Context, args: args::VerifyArgs) -> anyhow::Result<ExitC
         let b = delta_layout::table::TableView::load(at(&args.table), Some(args.compare))
             .await
             .map_err(|e| rename_version_option(e, "--compare"))?;
-        Ok::<_, delta_layout::Error>((a, b))
+        Ok::<_, anyhow::Error>((a, b))
     })?;
     let report = {
         let _guard = runtime.enter();
@@ -512,9 +509,9 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
         let table = runtime.block_on(delta_layout::table::TableView::load(at(&location), None))?;
         for column in columns {
             let path = delta_layout::column::parse_path(column)
-                .map_err(|m| delta_layout::Error::invalid_option("--columns", m))?;
+                .map_err(|m| crate::words::bad_flag("--columns", m))?;
             delta_layout::pruning::ColumnRef::resolve(&table, &path)
-                .map_err(|e| delta_layout::Error::invalid_option("--columns", e.to_string()))?;
+                .map_err(|e| crate::words::bad_flag("--columns", e.to_string()))?;
         }
     }
     let progress: Arc<dyn delta_layout::progress::Progress> = progress::BarProgress::new(quiet);
@@ -607,7 +604,10 @@ mod tests {
             exit_code(&anyhow::Error::from(delta_layout::Error::Cancelled)),
             130
         );
-        let bad = anyhow::Error::from(delta_layout::Error::invalid_option("--x", "bad"));
+        let bad = anyhow::Error::from(delta_layout::Error::invalid_option(
+            delta_layout::Setting::Threads,
+            "bad",
+        ));
         assert_eq!(exit_code(&bad), 2);
     }
 }

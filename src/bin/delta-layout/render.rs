@@ -47,7 +47,7 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
         out,
         "target     {} ({}); {} below it, {} below 3/4 of it (the default --min-file-size)",
         format_size(r.target_file_bytes),
-        r.target_source.describe(),
+        target_source(r.target_source),
         count(r.files_below_target, "file"),
         r.files_below_min_size
     )?;
@@ -110,7 +110,7 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
 /// Text form of `optimize`.
 pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
     if o.dry_run {
-        write!(out, "{}", o.plan)?;
+        plan(out, &o.plan)?;
         return writeln!(out, "dry run: nothing was written");
     }
     match o.version {
@@ -118,7 +118,7 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
             out,
             "nothing to do at version {}: {}",
             o.read_version,
-            o.plan.nothing_to_do()
+            nothing_to_do(&o.plan)
         ),
         Some(version) => writeln!(
             out,
@@ -585,7 +585,7 @@ pub fn work_order(out: &mut impl Write, o: &delta_layout::workorder::WorkOrder) 
             o.plan.run_id,
             o.table.uri,
             o.table.version,
-            o.plan.nothing_to_do()
+            nothing_to_do(&o.plan)
         );
     }
     writeln!(
@@ -688,4 +688,94 @@ pub fn work_commit(
         )?;
     }
     Ok(())
+}
+
+/// How the target size was chosen: `--target-size`, `delta.targetFileSize` or `autotuned`.
+pub fn target_source(source: delta_layout::plan::TargetSource) -> &'static str {
+    use delta_layout::plan::TargetSource;
+    match source {
+        TargetSource::Option => "--target-size",
+        TargetSource::TableProperty => delta_layout::table::PROP_TARGET_FILE_SIZE,
+        TargetSource::Autotuned => "autotuned",
+    }
+}
+
+/// Why a plan is empty.
+pub fn nothing_to_do(plan: &delta_layout::plan::Plan) -> String {
+    if plan.num_partitions_selected == 0 && plan.predicate.is_some() {
+        "the --where predicate matched no partition".to_string()
+    } else if plan.clustering.is_some() {
+        format!(
+            "every selected partition ({}) is already clustered this way",
+            plan.num_partitions_selected
+        )
+    } else {
+        let left = if plan.clustered_files_left > 0 {
+            format!(
+                " ({} of clustering runs left alone; --full includes them)",
+                count(plan.clustered_files_left as u64, "small file")
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "no selected partition ({}) has two or more small files, or a file with many deleted rows{left}",
+            plan.num_partitions_selected
+        )
+    }
+}
+
+/// Text form of a plan (`optimize --dry-run`).
+pub fn plan(out: &mut impl Write, plan: &delta_layout::plan::Plan) -> io::Result<()> {
+    writeln!(
+        out,
+        "plan for version {}: target file size {} ({}), candidates below {} or over {:.0}% deleted rows",
+        plan.table_version,
+        format_size(plan.target_file_bytes),
+        target_source(plan.target_source),
+        format_size(plan.min_file_bytes),
+        plan.max_deleted_ratio * 100.0
+    )?;
+    if let Some(p) = &plan.predicate {
+        writeln!(out, "where {p}")?;
+    }
+    if let Some(c) = &plan.clustering {
+        writeln!(
+            out,
+            "cluster along a {} curve on {}",
+            c.curve.name(),
+            c.columns.join(", ")
+        )?;
+    }
+    if plan.clustered_files_left > 0 {
+        writeln!(
+            out,
+            "left alone: {} written by a clustering run (ZCUBE_ID tags); compacting them with other files would undo it (--full includes them)",
+            count(plan.clustered_files_left as u64, "small file")
+        )?;
+    }
+    if plan.is_empty() {
+        return writeln!(out, "nothing to do: {}", nothing_to_do(plan));
+    }
+    for partition in &plan.partitions {
+        let files: usize = partition.bins.iter().map(|b| b.files.len()).sum();
+        let bytes: u64 = partition.bins.iter().map(|b| b.input_bytes).sum();
+        let outputs: u64 = partition.bins.iter().map(|b| b.expected_output_files).sum();
+        writeln!(
+            out,
+            "  {}: {}, {}, {}, about {}",
+            partition.display,
+            count(partition.bins.len() as u64, "bin"),
+            count(files as u64, "input file"),
+            format_size(bytes),
+            count(outputs, "output file")
+        )?;
+    }
+    writeln!(
+        out,
+        "total: {}, {}, {}",
+        count(plan.bins().count() as u64, "bin"),
+        count(plan.num_input_files() as u64, "input file"),
+        format_size(plan.input_bytes())
+    )
 }

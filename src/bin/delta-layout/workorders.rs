@@ -25,8 +25,10 @@ pub fn plan(
     if let Some(out) = &args.out {
         check_out(out)?;
     }
-    let split = workorder::SplitOptions::default()
-        .with_max_task_bytes(config::size("--task-size", args.task_size.as_deref())?);
+    let split = workorder::SplitOptions::default().with_max_task_bytes(config::size(
+        delta_layout::Setting::TaskSize,
+        args.task_size.as_deref(),
+    )?);
     let order = runtime.block_on(workorder::plan(location, &options, &split))?;
     let json = order.to_json()?;
     match &args.out {
@@ -57,7 +59,7 @@ pub fn execute(
                     .is_ok_and(|a| Path::new(b).canonicalize().is_ok_and(|b| a == b))
         };
         if same(out, &args.plan) {
-            anyhow::bail!(delta_layout::Error::invalid_option(
+            anyhow::bail!(crate::words::bad_flag(
                 "--out",
                 format!("'{out}' is the work order itself")
             ));
@@ -133,10 +135,6 @@ fn check_out(out: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     workorder::check_document_path(Path::new(out)).map_err(|message| {
-        delta_layout::Error::invalid_option(
-            "--out",
-            format!("'{out}' cannot be written: {message}"),
-        )
-        .into()
+        crate::words::bad_flag("--out", format!("'{out}' cannot be written: {message}"))
     })
 }
