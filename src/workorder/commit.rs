@@ -1,0 +1,833 @@
+//! The commit step of work orders: check results, read the log since the plan, commit in
+//! batches (see the parent module).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use deltalake::kernel::{Action, Transaction};
+use futures::StreamExt as _;
+use object_store::ObjectStoreExt as _;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{BinResult, WorkOrder, describe_ids};
+use crate::commit::{self, COMMIT_INFO_RUN_ID};
+use crate::error::{Error, Result};
+use crate::rewrite::BinOutcome;
+use crate::table::{StorageOptions, TableView};
+
+/// Options of the commit step.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommitOptions {
+    /// Bins per commit; 0 ([`super::DEFAULT_BATCH_BINS`]) commits every bin in one commit.
+    pub batch_bins: usize,
+}
+
+impl CommitOptions {
+    /// Commit at most `bins` bins per commit (0: all in one).
+    #[must_use]
+    pub fn with_batch_bins(mut self, bins: usize) -> Self {
+        self.batch_bins = bins;
+        self
+    }
+}
+
+/// A bin the commit step left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DroppedBin {
+    /// The bin's id.
+    pub bin_id: usize,
+    /// Why, for people: the version of another writer that removed one of its input files.
+    pub reason: String,
+}
+
+/// What the commit step did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CommitOutcome {
+    /// The table, for display.
+    pub table: String,
+    /// The run id.
+    pub run_id: String,
+    /// The version the plan read.
+    pub read_version: u64,
+    /// The versions committed by this step, one per batch, in order.
+    pub versions: Vec<u64>,
+    /// Bins committed by this step.
+    pub bins_committed: Vec<usize>,
+    /// Bins an earlier commit step of the same run had committed (skipped).
+    pub bins_already_committed: Vec<usize>,
+    /// Bins dropped because another writer removed or re-added one of their input files.
+    pub bins_dropped: Vec<DroppedBin>,
+    /// Bins of the plan with no result given (left uncommitted; their files are kept).
+    pub bins_without_result: Vec<usize>,
+    /// Bins with a result whose split clustering scope has bins without one: left
+    /// uncommitted until every bin of the scope has a result (their files are kept).
+    pub bins_waiting: Vec<usize>,
+    /// Files removed by this step's commits.
+    pub files_removed: u64,
+    /// Files added by this step's commits.
+    pub files_added: u64,
+    /// Bytes removed.
+    pub bytes_removed: u64,
+    /// Bytes added.
+    pub bytes_added: u64,
+    /// Rows rewritten by this step's commits.
+    pub rows: u64,
+    /// Data files of the run deleted because no commit refers to them (dropped bins, failed
+    /// or superseded attempts).
+    pub files_deleted: u64,
+}
+
+/// What the commits after the plan's version say about this run.
+#[derive(Debug, Default)]
+struct LogScan {
+    /// The first version not read yet.
+    next_version: u64,
+    /// Input paths (decoded) removed by this run's commits.
+    own_removed: HashSet<String>,
+    /// File names (last path segment) added by this run's commits.
+    own_added_names: HashSet<String>,
+    /// The highest `txn.version` of this run's commits.
+    last_batch: Option<i64>,
+    /// Paths (decoded) another writer removed or re-added: the version and the verb.
+    touched: HashMap<String, (u64, &'static str)>,
+    /// The first metadata or protocol change by another writer.
+    schema_change: Option<(u64, &'static str)>,
+    /// The row ID high-water mark of the newest commit that set one.
+    high_water_mark: Option<i64>,
+}
+
+impl LogScan {
+    /// Reads every commit from `next_version` on, until the first that does not exist.
+    async fn advance(&mut self, table: &TableView, run_id: &str) -> Result<()> {
+        let log_store = table.log_store.as_ref();
+        let mut rereads = 0;
+        loop {
+            loop {
+                let version = self.next_version;
+                let Some(bytes) = log_store
+                    .read_commit_entry(version)
+                    .await
+                    .map_err(|e| Error::delta(format!("reading version {version}"), e))?
+                else {
+                    break;
+                };
+                self.read_commit(version, &bytes, run_id)?;
+                self.next_version += 1;
+            }
+            // A log whose entries after the plan's version were cleaned up reads as if nothing
+            // came after it: committing there would overwrite history. A listing that shows a
+            // newer version may also mean another writer just committed: read on, then ask
+            // again.
+            let latest = log_store
+                .get_latest_version(self.next_version.saturating_sub(1))
+                .await
+                .map_err(|e| Error::delta("finding the latest version".to_string(), e))?;
+            if latest < self.next_version {
+                return Ok(());
+            }
+            let appeared = log_store
+                .read_commit_entry(self.next_version)
+                .await
+                .map_err(|e| Error::delta(format!("reading version {}", self.next_version), e))?
+                .is_some();
+            rereads += 1;
+            if !appeared || rereads > 100 {
+                break;
+            }
+        }
+        Err(Error::DamagedLog {
+            table: table.display_location(),
+            file: format!("_delta_log/{:020}.json", self.next_version),
+            message: format!(
+                "is missing although a later version exists (log entries after the plan's version {} were cleaned up): plan again",
+                table.version
+            ),
+        })
+    }
+
+    fn read_commit(&mut self, version: u64, bytes: &[u8], run_id: &str) -> Result<()> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut actions = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let action: Value = serde_json::from_str(line).map_err(|source| Error::Json {
+                context: format!("reading commit {version}"),
+                source,
+            })?;
+            actions.push(action);
+        }
+        let own = actions.iter().any(|a| {
+            a.get("commitInfo")
+                .and_then(|c| c.get(COMMIT_INFO_RUN_ID))
+                .and_then(Value::as_str)
+                == Some(run_id)
+        });
+        let decoded = |path: &str| {
+            percent_encoding::percent_decode_str(path)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        for action in &actions {
+            if let Some(domain) = action.get("domainMetadata")
+                && domain.get("domain").and_then(Value::as_str)
+                    == Some(crate::table::row_tracking::ROW_TRACKING_DOMAIN)
+                && let Some(mark) = domain
+                    .get("configuration")
+                    .and_then(Value::as_str)
+                    .and_then(|c| serde_json::from_str::<Value>(c).ok())
+                    .and_then(|c| c.get("rowIdHighWaterMark").and_then(Value::as_i64))
+            {
+                self.high_water_mark = Some(mark);
+            }
+            if own {
+                if let Some(path) = action
+                    .get("remove")
+                    .and_then(|r| r.get("path"))
+                    .and_then(Value::as_str)
+                {
+                    self.own_removed.insert(decoded(path));
+                }
+                if let Some(path) = action
+                    .get("add")
+                    .and_then(|r| r.get("path"))
+                    .and_then(Value::as_str)
+                {
+                    let path = decoded(path);
+                    let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+                    self.own_added_names.insert(name);
+                }
+                if let Some(txn) = action.get("txn")
+                    && txn.get("appId").and_then(Value::as_str) == Some(run_id)
+                    && let Some(batch) = txn.get("version").and_then(Value::as_i64)
+                {
+                    self.last_batch = Some(self.last_batch.map_or(batch, |b| b.max(batch)));
+                }
+                continue;
+            }
+            if self.schema_change.is_none() {
+                if action.get("metaData").is_some() {
+                    self.schema_change = Some((version, "changed the table metadata"));
+                } else if action.get("protocol").is_some() {
+                    self.schema_change = Some((version, "changed the table protocol"));
+                }
+            }
+            for (kind, verb) in [("remove", "removed"), ("add", "re-added")] {
+                if let Some(path) = action
+                    .get(kind)
+                    .and_then(|a| a.get("path"))
+                    .and_then(Value::as_str)
+                {
+                    self.touched.entry(decoded(path)).or_insert((version, verb));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The results given for one bin, checked against the order, in the order given.
+struct Candidates {
+    results: Vec<BinResult>,
+    /// Indices into [`WorkOrder::files`].
+    input_files: Vec<usize>,
+}
+
+/// Commits the results of `order`'s bins (see the module docs): checks them, skips bins this
+/// run already committed, drops bins another writer touched, and commits the rest in batches
+/// of `options.batch_bins`, each with a `txn` of the run. Must be called on a multi-threaded
+/// tokio runtime.
+///
+/// A result is believed only as far as storage confirms it: each written file must exist with
+/// its size and hold, by its Parquet footer, the rows the result says; a bin's rows must equal
+/// its input's live rows, from the log's `numRecords` or, where the log has none, from the
+/// input files' footers less their deleted rows. Of several results for one bin, the first
+/// whose files pass is used; the others' files are deleted unless a commit refers to them.
+///
+/// # Errors
+/// * [`Error::WorkOrder`] naming the bin whose result does not belong to the order (another
+///   run or plan, an unknown bin, rows that differ from its input's, a file outside the bin's
+///   directory, not named after the run and bin, listed twice, missing, of another size or
+///   row count, or not verified when the plan asks for it); nothing is committed then.
+/// * [`Error::CommitStopped`] (exit code 3) when another writer changed the table's metadata
+///   or protocol after the plan (the bins not committed yet are dropped and their files
+///   deleted), or kept winning the race for the next version.
+/// * [`Error::DamagedLog`] when log entries after the plan's version were cleaned up.
+/// * [`Error::CommitOutcomeUnknown`], [`Error::Delta`], [`Error::ObjectStore`] from the
+///   store; the files of bins not committed are kept, so the step can be run again.
+pub async fn commit(
+    order: &WorkOrder,
+    results: Vec<BinResult>,
+    storage_options: StorageOptions,
+    options: &CommitOptions,
+) -> Result<CommitOutcome> {
+    let table = order.table_view(storage_options)?;
+    let run_id = order.plan.run_id.clone();
+    let mut outcome = CommitOutcome {
+        table: table.display_location(),
+        run_id: run_id.clone(),
+        read_version: table.version,
+        ..CommitOutcome::default()
+    };
+    // 1. Check every result against the order.
+    let mut candidates: BTreeMap<usize, Candidates> = BTreeMap::new();
+    for result in results {
+        check_result(order, &result)?;
+        let (_, bin) = order.bin(result.bin_id).expect("checked");
+        candidates
+            .entry(bin.id)
+            .or_insert_with(|| Candidates {
+                results: Vec::new(),
+                input_files: bin.files.clone(),
+            })
+            .results
+            .push(result);
+    }
+    let store = table.log_store.object_store(None);
+    // 2. What happened after the plan.
+    let mut scan = LogScan {
+        next_version: table.version + 1,
+        ..LogScan::default()
+    };
+    scan.advance(&table, &run_id).await?;
+    // Commit units: a bin, or every bin of a split clustering scope (they remove the same
+    // files, so they commit together or not at all).
+    let mut ready: Vec<Vec<usize>> = Vec::new();
+    for unit in order.units() {
+        let given = unit.iter().filter(|id| candidates.contains_key(id)).count();
+        if given < unit.len() {
+            outcome
+                .bins_without_result
+                .extend(unit.iter().filter(|id| !candidates.contains_key(id)));
+            outcome
+                .bins_waiting
+                .extend(unit.iter().filter(|id| candidates.contains_key(id)));
+            continue;
+        }
+        ready.push(unit);
+    }
+    // The result chosen for each bin about to be committed; files to delete at the end.
+    let mut chosen: BTreeMap<usize, BinResult> = BTreeMap::new();
+    let mut races = 0;
+    let mut done: BTreeSet<usize> = BTreeSet::new(); // units (by first bin) settled
+    loop {
+        // Sort the complete units: committed by this run before, touched by another writer,
+        // or still to commit.
+        let mut pending: Vec<&Vec<usize>> = Vec::new();
+        for unit in &ready {
+            if done.contains(&unit[0]) {
+                continue;
+            }
+            let paths: Vec<&str> = candidates[&unit[0]]
+                .input_files
+                .iter()
+                .map(|&i| order.files[i].add.path.as_str())
+                .collect();
+            if paths.iter().any(|p| scan.own_removed.contains(*p)) {
+                outcome.bins_already_committed.extend(unit.iter().copied());
+                done.insert(unit[0]);
+            } else if let Some((path, (version, verb))) =
+                paths.iter().find_map(|p| scan.touched.get_key_value(*p))
+            {
+                for id in unit {
+                    outcome.bins_dropped.push(DroppedBin {
+                        bin_id: *id,
+                        reason: format!("version {version} {verb} its input file '{path}'"),
+                    });
+                }
+                done.insert(unit[0]);
+            } else {
+                pending.push(unit);
+            }
+        }
+        if let Some((version, reason)) = scan.schema_change
+            && !pending.is_empty()
+        {
+            let waiting: Vec<usize> = pending.iter().flat_map(|u| u.iter().copied()).collect();
+            let deleted = clean_up(&store, order, &candidates, &outcome, &scan, &waiting).await?;
+            return Err(Error::CommitStopped {
+                table: table.display_location(),
+                version,
+                reason: format!(
+                    "{reason} after the plan's version {}: {} bins of run {run_id} were committed before it (they stay), the other {} were not and never will be under this plan ({deleted} files deleted)",
+                    table.version,
+                    outcome.bins_committed.len() + outcome.bins_already_committed.len(),
+                    waiting.len()
+                ),
+            });
+        }
+        let Some(batch) = next_batch(&pending, options.batch_bins) else {
+            break;
+        };
+        // 3. The batch's results, confirmed by storage.
+        for id in &batch {
+            if !chosen.contains_key(id) {
+                let result = choose_result(&store, &candidates[id].results).await?;
+                chosen.insert(*id, result);
+            }
+        }
+        check_unit_rows(&table, order, &batch, &chosen, &candidates).await?;
+        // 4. One commit: a view at the last version read, with the row ID mark it left.
+        let mut view = table.clone();
+        view.version = scan.next_version - 1;
+        if let (Some(tracking), Some(mark)) = (view.row_tracking.as_mut(), scan.high_water_mark) {
+            tracking.high_water_mark = Some(mark);
+        }
+        let outcomes: Vec<BinOutcome> = batch
+            .iter()
+            .map(|id| {
+                let result = &chosen[id];
+                BinOutcome {
+                    bin_id: *id,
+                    input_files: candidates[id].input_files.clone(),
+                    rows: result.rows,
+                    spilled: result.spilled,
+                    written: result.files.clone(),
+                }
+            })
+            .collect();
+        let mut actions = commit::actions(&view, &order.plan, &outcomes)?;
+        let batch_number = scan.last_batch.map_or(0, |b| b + 1);
+        actions.insert(
+            1,
+            Action::Txn(Transaction::new_with_last_update(
+                &run_id,
+                batch_number,
+                Some(chrono::Utc::now().timestamp_millis()),
+            )),
+        );
+        match commit::commit(&view, &actions).await {
+            Ok(version) => {
+                done.extend(batch.iter().copied());
+                outcome.versions.push(version);
+                outcome.bins_committed.extend(batch.iter().copied());
+                let mut removed = HashSet::new();
+                for o in &outcomes {
+                    for &i in o.input_files.iter().filter(|&&i| removed.insert(i)) {
+                        outcome.files_removed += 1;
+                        outcome.bytes_removed +=
+                            u64::try_from(order.files[i].add.size).unwrap_or(0);
+                    }
+                    outcome.files_added += o.written.len() as u64;
+                    outcome.bytes_added += o.written.iter().map(|w| w.size_bytes).sum::<u64>();
+                    outcome.rows += o.rows;
+                }
+                if let Err(e) = commit::write_checkpoint_if_due(&view, version).await {
+                    log::warn!("version {version} is committed, but its checkpoint failed: {e}");
+                }
+                races = 0;
+            }
+            // Another writer touched a file of the batch, or took the versions: read what it
+            // did and try again (without the bins it touched). Only tries that drop no bin
+            // count against the limit.
+            Err(Error::ConcurrentModification {
+                winning_version,
+                reason,
+                ..
+            }) => {
+                let dropped = outcome.bins_dropped.len();
+                scan.advance(&table, &run_id).await?;
+                let touched = batch.iter().any(|id| {
+                    candidates[id]
+                        .input_files
+                        .iter()
+                        .any(|&i| scan.touched.contains_key(&order.files[i].add.path))
+                });
+                if !touched && scan.schema_change.is_none() && dropped == outcome.bins_dropped.len()
+                {
+                    races += 1;
+                    if races >= MAX_BATCH_ATTEMPTS {
+                        return Err(Error::CommitStopped {
+                            table: table.display_location(),
+                            version: winning_version,
+                            reason: format!(
+                                "{reason}; {} bins of run {run_id} were committed before (they stay), the others were not: their files are kept, run commit again",
+                                outcome.bins_committed.len() + outcome.bins_already_committed.len()
+                            ),
+                        });
+                    }
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        scan.advance(&table, &run_id).await?;
+    }
+    // 5. Files of the run no commit refers to: dropped bins, superseded results, and files of
+    // failed attempts of settled bins found in their directories.
+    outcome.files_deleted = clean_up(&store, order, &candidates, &outcome, &scan, &[]).await?;
+    outcome.bins_committed.sort_unstable();
+    outcome.bins_already_committed.sort_unstable();
+    Ok(outcome)
+}
+
+/// How often a batch is retried after losing the race for the next version without any of
+/// its bins being touched (a busy table); each such loss already retried
+/// [`commit::MAX_COMMIT_ATTEMPTS`] times.
+const MAX_BATCH_ATTEMPTS: usize = 3;
+
+fn next_batch(pending: &[&Vec<usize>], batch_bins: usize) -> Option<Vec<usize>> {
+    if pending.is_empty() {
+        return None;
+    }
+    // Whole units, at least one, until the batch holds `batch_bins` bins (0: all).
+    let mut batch: Vec<usize> = Vec::new();
+    for unit in pending {
+        if batch_bins > 0 && !batch.is_empty() && batch.len() + unit.len() > batch_bins {
+            break;
+        }
+        batch.extend(unit.iter().copied());
+    }
+    Some(batch)
+}
+
+/// Checks what a result says against the order alone (no storage).
+fn check_result(order: &WorkOrder, result: &BinResult) -> Result<()> {
+    let run_id = &order.plan.run_id;
+    let bad = |message: String| Error::WorkOrder {
+        document: format!("the result of bin {}", result.bin_id),
+        message,
+    };
+    if &result.run_id != run_id {
+        return Err(bad(format!(
+            "belongs to run {}, not to this plan's run {run_id}",
+            result.run_id
+        )));
+    }
+    if result.fingerprint != order.fingerprint {
+        return Err(bad(format!(
+            "was made from another plan (fingerprint {}, this plan's is {})",
+            result.fingerprint, order.fingerprint
+        )));
+    }
+    let Some((partition, bin)) = order.bin(result.bin_id) else {
+        return Err(bad("names a bin this plan does not have".into()));
+    };
+    if order.settings.verify && !result.verified {
+        return Err(bad(
+            "was not verified, but the plan asks every bin to be".into()
+        ));
+    }
+    if let Some(expected) = bin.input_rows
+        && expected != result.rows
+    {
+        return Err(bad(format!(
+            "read {} rows, but its input files hold {expected} live rows",
+            result.rows
+        )));
+    }
+    let written: u64 = result.files.iter().map(|f| f.num_records).sum();
+    if written != result.rows {
+        return Err(bad(format!(
+            "wrote {written} rows in its files but read {}",
+            result.rows
+        )));
+    }
+    let prefix = if partition.directory.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", partition.directory)
+    };
+    let name_start = format!("part-{:05}-{run_id}-", bin.id);
+    let mut seen = HashSet::new();
+    for file in &result.files {
+        let name = file.path.strip_prefix(&prefix).unwrap_or("");
+        if name.contains('/') || !name.starts_with(&name_start) {
+            return Err(bad(format!(
+                "names file '{}', which is not a file of this bin ('{prefix}{name_start}...')",
+                file.path
+            )));
+        }
+        if !seen.insert(file.path.as_str()) {
+            return Err(bad(format!("names file '{}' twice", file.path)));
+        }
+    }
+    Ok(())
+}
+
+/// The first of `results` (of one bin) whose every file exists with its size and row count.
+async fn choose_result(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    results: &[BinResult],
+) -> Result<BinResult> {
+    let mut first_error = None;
+    for result in results {
+        match check_files(store, result).await {
+            Ok(()) => return Ok(result.clone()),
+            Err(e @ Error::WorkOrder { .. }) => {
+                first_error.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(first_error.unwrap_or_else(|| Error::Internal("a bin without results".into())))
+}
+
+/// Checks that every file of `result` exists with its size and, by its Parquet footer, holds
+/// the rows the result gives it.
+async fn check_files(store: &Arc<dyn deltalake::ObjectStore>, result: &BinResult) -> Result<()> {
+    let id = result.bin_id;
+    let checks = futures::stream::iter(result.files.iter().map(|file| {
+        let store = store.clone();
+        async move {
+            let bad = |message: String| Error::WorkOrder {
+                document: format!("the result of bin {id}"),
+                message,
+            };
+            let path = deltalake::Path::parse(&file.path)
+                .unwrap_or_else(|_| deltalake::Path::from(file.path.as_str()));
+            match store.head(&path).await {
+                Ok(meta) if meta.size == file.size_bytes => {}
+                Ok(meta) => {
+                    return Err(bad(format!(
+                        "names file '{}' of {} bytes, but the file has {} bytes",
+                        file.path, file.size_bytes, meta.size
+                    )));
+                }
+                Err(deltalake::ObjectStoreError::NotFound { .. }) => {
+                    return Err(bad(format!(
+                        "names file '{}', which does not exist (deleted by a clean-up, or written to another table); execute the bin again",
+                        file.path
+                    )));
+                }
+                Err(e) => {
+                    return Err(Error::ObjectStore {
+                        path: file.path.clone(),
+                        source: Box::new(e),
+                    });
+                }
+            }
+            let rows = parquet_rows(&store, &path, file.size_bytes)
+                .await
+                .map_err(|message| bad(format!("names file '{}', which {message}", file.path)))?;
+            if rows != file.num_records {
+                return Err(bad(format!(
+                    "says file '{}' holds {} rows, but its footer says {rows}",
+                    file.path, file.num_records
+                )));
+            }
+            Ok(())
+        }
+    }))
+    .buffer_unordered(32)
+    .collect::<Vec<_>>()
+    .await;
+    checks.into_iter().collect()
+}
+
+/// The row count in the Parquet footer of the object at `path` of `size` bytes: two ranged
+/// reads (the footer's length, then the footer).
+async fn parquet_rows(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    path: &deltalake::Path,
+    size: u64,
+) -> std::result::Result<u64, String> {
+    use deltalake::parquet::file::metadata::{FooterTail, ParquetMetaDataReader};
+    if size < 12 {
+        return Err("is too small to be a Parquet file".into());
+    }
+    let tail = store
+        .get_range(path, size - 8..size)
+        .await
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let footer =
+        FooterTail::try_from(tail.as_ref()).map_err(|e| format!("is not a Parquet file: {e}"))?;
+    let length = footer.metadata_length() as u64;
+    if length + 8 > size {
+        return Err("is not a Parquet file (its footer is longer than the file)".into());
+    }
+    let bytes = store
+        .get_range(path, size - 8 - length..size - 8)
+        .await
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let metadata = ParquetMetaDataReader::decode_metadata(&bytes)
+        .map_err(|e| format!("has an unreadable Parquet footer: {e}"))?;
+    u64::try_from(metadata.file_metadata().num_rows())
+        .map_err(|_| "has a negative row count in its footer".to_string())
+}
+
+/// Checks, for every unit of `batch`, that the rows of its bins equal its input's live rows:
+/// the log's counts where it has them (the plan's, or the key space's for a split scope),
+/// else the input files' footers less the rows their deletion vectors delete.
+async fn check_unit_rows(
+    table: &TableView,
+    order: &WorkOrder,
+    batch: &[usize],
+    chosen: &BTreeMap<usize, BinResult>,
+    candidates: &BTreeMap<usize, Candidates>,
+) -> Result<()> {
+    let store = table.log_store.object_store(None);
+    let mut seen = HashSet::new();
+    for unit in order.units() {
+        if !batch.contains(&unit[0]) || !seen.insert(unit[0]) {
+            continue;
+        }
+        let (_, first) = order.bin(unit[0]).expect("a bin of the plan");
+        let known = match first.key_range {
+            Some(range) => {
+                order
+                    .plan
+                    .key_spaces
+                    .get(range.space)
+                    .ok_or_else(|| Error::WorkOrder {
+                        document: format!("the work order of run {}", order.plan.run_id),
+                        message: format!(
+                            "names key space {} for bin {}, which it does not have",
+                            range.space, unit[0]
+                        ),
+                    })?
+                    .input_rows
+            }
+            None => first.input_rows,
+        };
+        let expected = match known {
+            Some(rows) => rows,
+            None => {
+                let mut rows = 0u64;
+                for &i in &candidates[&unit[0]].input_files {
+                    let file = &table.files[i];
+                    let path = crate::rewrite::read::object_path(&table.location, &file.path)?;
+                    let physical = parquet_rows(&store, &path, file.size_bytes)
+                        .await
+                        .map_err(|message| Error::data_file(&file.path, message))?;
+                    rows += physical.saturating_sub(file.num_deleted_rows());
+                }
+                rows
+            }
+        };
+        let got: u64 = unit.iter().map(|id| chosen[id].rows).sum();
+        if got != expected {
+            let document = if unit.len() == 1 {
+                format!("the result of bin {}", unit[0])
+            } else {
+                format!(
+                    "the results of bins {} (one clustering scope)",
+                    describe_ids(&unit)
+                )
+            };
+            return Err(Error::WorkOrder {
+                document,
+                message: format!(
+                    "hold {got} rows, but their input files hold {expected} live rows"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the files of this run that no commit refers to and no later commit step can use:
+/// every result of a dropped bin, of a bin in `abandoned` (never to be committed), the
+/// results of settled bins that were not committed, and files of failed attempts of settled
+/// bins found in their directories. A file a commit of this run added is never deleted.
+/// Returns how many files were deleted.
+async fn clean_up(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    order: &WorkOrder,
+    candidates: &BTreeMap<usize, Candidates>,
+    outcome: &CommitOutcome,
+    scan: &LogScan,
+    abandoned: &[usize],
+) -> Result<u64> {
+    let settled: BTreeSet<usize> = outcome
+        .bins_committed
+        .iter()
+        .chain(&outcome.bins_already_committed)
+        .chain(outcome.bins_dropped.iter().map(|d| &d.bin_id))
+        .chain(abandoned)
+        .copied()
+        .collect();
+    let mut doomed: BTreeSet<String> = settled
+        .iter()
+        .filter_map(|id| candidates.get(id))
+        .flat_map(|c| c.results.iter().flat_map(|r| r.files.iter()))
+        .map(|f| f.path.clone())
+        .collect();
+    doomed.extend(stray_files(store, order, &settled, &scan.own_added_names).await?);
+    // Never a file a commit of this run added.
+    doomed.retain(|p| {
+        !scan
+            .own_added_names
+            .contains(p.rsplit('/').next().unwrap_or(p))
+    });
+    Ok(delete_paths(store, doomed.into_iter()).await)
+}
+
+/// Files in the directories of `settled` bins named after the run and one of those bins
+/// that no commit of the run added: failed or superseded attempts.
+async fn stray_files(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    order: &WorkOrder,
+    settled: &BTreeSet<usize>,
+    committed_names: &HashSet<String>,
+) -> Result<Vec<String>> {
+    let mut by_directory: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for partition in &order.plan.partitions {
+        for bin in partition.bins.iter().filter(|b| settled.contains(&b.id)) {
+            by_directory
+                .entry(partition.directory.as_str())
+                .or_default()
+                .push(format!("part-{:05}-{}-", bin.id, order.plan.run_id));
+        }
+    }
+    let mut out = Vec::new();
+    for (directory, prefixes) in by_directory {
+        let prefix = (!directory.is_empty()).then(|| {
+            deltalake::Path::parse(directory).unwrap_or_else(|_| deltalake::Path::from(directory))
+        });
+        let listing = store
+            .list_with_delimiter(prefix.as_ref())
+            .await
+            .map_err(|e| Error::ObjectStore {
+                path: directory.to_string(),
+                source: Box::new(e),
+            })?;
+        for object in listing.objects {
+            let Some(name) = object.location.filename() else {
+                continue;
+            };
+            if prefixes.iter().any(|p| name.starts_with(p.as_str()))
+                && !committed_names.contains(name)
+            {
+                out.push(if directory.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{directory}/{name}")
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Deletes `paths` (relative to the table root), best effort: a failure is a warning.
+/// Returns how many existed and were deleted.
+async fn delete_paths(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    paths: impl Iterator<Item = String>,
+) -> u64 {
+    let paths: Vec<deltalake::Path> = paths
+        .map(|p| deltalake::Path::parse(&p).unwrap_or_else(|_| deltalake::Path::from(p.as_str())))
+        .collect();
+    if paths.is_empty() {
+        return 0;
+    }
+    let total = paths.len();
+    let mut deleted = 0u64;
+    let mut failed: Vec<deltalake::ObjectStoreError> = Vec::new();
+    let mut results = store.delete_stream(futures::stream::iter(paths.into_iter().map(Ok)).boxed());
+    while let Some(result) = results.next().await {
+        match result {
+            Ok(_) => deleted += 1,
+            Err(deltalake::ObjectStoreError::NotFound { .. }) => {}
+            Err(e) => failed.push(e),
+        }
+    }
+    if let Some(first) = failed.first() {
+        log::warn!(
+            "{} of the {total} files of this run that no commit refers to could not be deleted (`vacuum` removes them once past its retention): {first}",
+            failed.len()
+        );
+    }
+    deleted
+}
