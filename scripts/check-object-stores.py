@@ -482,6 +482,16 @@ def run_store(store, binary, testdata):
     again = json.loads(out.stdout)
     check(f"{kind}: a second commit adds nothing",
           again["versions"] == [] and rows(store, orders) == (before, w1), json.dumps(again)[:300])
+    # Documents never land where they could damage a table: in its log, under a name that is
+    # not .json, or under a URI whose query the store would drop.
+    keys_before = store.keys("workorder")
+    for bad_out in (f"{orders}/_delta_log/{w1:020}.json", f"{orders}/_delta_log/x.json",
+                    f"{store.root}/runs/plan", f"{store.root}/runs/r.json?bin=1"):
+        out = cli(store, binary, "plan", orders, "--out", bad_out)
+        check(f"{kind}: --out {bad_out.split('/', 3)[-1]} is refused, exit 2",
+              out.returncode == 2 and "--out" in out.stderr, f"exit {out.returncode}: {out.stderr[-300:]}")
+    check(f"{kind}: the refused documents wrote nothing",
+          store.keys("workorder") == keys_before and rows(store, orders) == (before, w1))
     run_id = order["plan"]["run_id"]
     live = {f.rsplit("/", 1)[-1] for f in DeltaTable(orders, storage_options=store.options).file_uris()}
     ours = {k.rsplit("/", 1)[-1] for k in store.keys("workorder") if run_id in k and "_delta_log" not in k}

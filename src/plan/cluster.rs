@@ -77,7 +77,9 @@ pub struct KeySpace {
     /// The rank buckets of each clustering column, parallel to [`Clustering::columns`].
     pub columns: Vec<crate::curve::keys::BucketCuts>,
     /// Curve-key cut points of the scope's output ranges: range `i` holds the keys at or above
-    /// cut `i - 1` and below cut `i` (see `rewrite::cluster::range_boundaries`).
+    /// cut `i - 1` and below cut `i` (see `rewrite::cluster::range_boundaries`). Written as
+    /// decimal strings in JSON: 64-bit keys lose digits in tools that read numbers as doubles.
+    #[serde(with = "u64_strings")]
     pub boundaries: Vec<u64>,
     /// Live rows of the scope, when the log knows them: the rows of its bins must add up to it.
     pub input_rows: Option<u64>,
@@ -338,4 +340,20 @@ fn is_orderable(data_type: &deltalake::kernel::DataType) -> bool {
                 | P::TimestampNtz
         )
     )
+}
+
+/// Serde of `Vec<u64>` as decimal strings (exact in every JSON reader).
+mod u64_strings {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(values: &[u64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(values.iter().map(ToString::to_string))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|text| text.parse::<u64>().map_err(serde::de::Error::custom))
+            .collect()
+    }
 }

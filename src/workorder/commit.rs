@@ -123,7 +123,14 @@ impl LogScan {
             let latest = log_store
                 .get_latest_version(self.next_version.saturating_sub(1))
                 .await
-                .map_err(|e| Error::delta("finding the latest version".to_string(), e))?;
+                .map_err(|e| Error::DamagedLog {
+                    table: table.display_location(),
+                    file: format!("_delta_log/{:020}.json", self.next_version - 1),
+                    message: format!(
+                        "cannot be found to read on from ({e}): log entries after the plan's version {} were probably cleaned up; plan again (files of this run that no commit names stay until vacuum removes them)",
+                        table.version
+                    ),
+                })?;
             if latest < self.next_version {
                 return Ok(());
             }
@@ -427,11 +434,13 @@ pub async fn commit(
             }) => {
                 let dropped = outcome.bins_dropped.len();
                 scan.advance(&table, &run_id).await?;
+                // Another writer touched a file of the batch, or another commit step of this
+                // very run committed it: either way the next round settles those bins.
                 let touched = batch.iter().any(|id| {
-                    candidates[id]
-                        .input_files
-                        .iter()
-                        .any(|&i| scan.touched.contains_key(&order.files[i].add.path))
+                    candidates[id].input_files.iter().any(|&i| {
+                        let path = &order.files[i].add.path;
+                        scan.touched.contains_key(path) || scan.own_removed.contains(path)
+                    })
                 });
                 if !touched && scan.schema_change.is_none() && dropped == outcome.bins_dropped.len()
                 {
@@ -500,6 +509,12 @@ fn check_result(order: &WorkOrder, result: &BinResult) -> Result<()> {
             result.fingerprint, order.fingerprint
         )));
     }
+    if result.compute_checksum()? != result.checksum {
+        return Err(bad(
+            "was altered after execute wrote it (its checksum does not match); execute the bin again"
+                .into(),
+        ));
+    }
     let Some((partition, bin)) = order.bin(result.bin_id) else {
         return Err(bad("names a bin this plan does not have".into()));
     };
@@ -540,6 +555,18 @@ fn check_result(order: &WorkOrder, result: &BinResult) -> Result<()> {
         }
         if !seen.insert(file.path.as_str()) {
             return Err(bad(format!("names file '{}' twice", file.path)));
+        }
+        // The stats the log will carry count the rows the footer is checked against.
+        let stats_rows = serde_json::from_str::<Value>(&file.stats_json)
+            .ok()
+            .and_then(|stats| stats.get("numRecords").and_then(Value::as_u64));
+        if stats_rows != Some(file.num_records) {
+            return Err(bad(format!(
+                "gives file '{}' stats whose numRecords ({}) is not its {} rows",
+                file.path,
+                stats_rows.map_or_else(|| "missing".to_string(), |n| n.to_string()),
+                file.num_records
+            )));
         }
     }
     Ok(())

@@ -1,5 +1,13 @@
 //! Work orders and results as documents: local files or objects in a store.
+//!
+//! A document is written only where it cannot damage a table: its name must end in `.json`
+//! (so it never replaces a data file, a deletion vector or a checkpoint), it may not lie in a
+//! `_delta_log` directory (so it never replaces a commit), an object URI may carry no `.` or
+//! `..` segment, query or fragment (the store would ignore them and the name would not be the
+//! one given), and a local path must be a regular file, or a link to one, when it exists (so a
+//! device or a FIFO is never replaced).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use object_store::ObjectStoreExt as _;
@@ -7,13 +15,20 @@ use object_store::ObjectStoreExt as _;
 use crate::error::{Error, Result};
 use crate::table::{StorageOptions, TableLocation};
 
-/// Reads the document (a work order or results) at `location`: a local path, or a URI of a
-/// supported object store (the table's schemes, reached with `storage_options`), so that
-/// workers on other machines can fetch it. `what` names it in errors (`work order`).
+/// Where a document lives.
+enum Place {
+    Local(PathBuf),
+    Object(Arc<dyn deltalake::ObjectStore>, deltalake::Path),
+}
+
+/// Reads the document (a work order or results) at `location`: a local path, a `file://`
+/// URI, or a URI of a supported object store (the table's schemes, reached with
+/// `storage_options`), so that workers on other machines can fetch it. `what` names it in
+/// errors (`work order`).
 ///
 /// # Errors
-/// [`Error::WorkOrder`] naming the document when it cannot be read; [`Error::NoTable`] for an
-/// unsupported scheme or a bad storage setting.
+/// [`Error::WorkOrder`] naming the document when it cannot be read or its URI is not usable;
+/// [`Error::NoTable`] for an unsupported scheme or a bad storage setting.
 pub async fn read_document(
     location: &str,
     storage_options: &StorageOptions,
@@ -24,9 +39,9 @@ pub async fn read_document(
         document: format!("{what} '{shown}'"),
         message: format!("cannot be read: {message}"),
     };
-    match document_store(location, storage_options)? {
-        None => std::fs::read_to_string(location).map_err(|e| unreadable(e.to_string())),
-        Some((store, path)) => {
+    match place(location, storage_options, false).map_err(&unreadable)? {
+        Place::Local(path) => std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string())),
+        Place::Object(store, path) => {
             let bytes = async { store.get(&path).await?.bytes().await }
                 .await
                 .map_err(|e| unreadable(e.to_string()))?;
@@ -35,13 +50,13 @@ pub async fn read_document(
     }
 }
 
-/// Writes `text` as the document at `location` (see [`read_document`]): a local file is
-/// written beside and renamed over, an object is put whole, so a reader never sees half a
-/// document.
+/// Writes `text` as the document at `location` (see [`read_document`] and the module docs):
+/// a local file is written beside its target (through a link) and renamed over it, readable by
+/// all (0644), an object is put whole, so a reader never sees half a document.
 ///
 /// # Errors
-/// [`Error::InvalidOption`] naming `--out` when the document cannot be written (a missing
-/// directory, inside a table's `_delta_log`, a refused put).
+/// [`Error::InvalidOption`] naming [`crate::Setting::Output`] when the document may not or
+/// cannot be written there (see the module docs; a missing directory; a refused put).
 pub async fn write_document(
     location: &str,
     storage_options: &StorageOptions,
@@ -54,47 +69,58 @@ pub async fn write_document(
             format!("'{shown}' cannot be written: {message}"),
         )
     };
-    match document_store(location, storage_options)? {
-        None => {
-            let path = std::path::Path::new(location);
-            check_document_path(path).map_err(&refused)?;
-            let parent = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => std::path::Path::new("."),
+    match place(location, storage_options, true).map_err(&refused)? {
+        Place::Local(path) => {
+            check_document_path(&path).map_err(&refused)?;
+            // Through a link, to its target: the link stays.
+            let target = if path.exists() {
+                path.canonicalize().map_err(|e| refused(e.to_string()))?
+            } else {
+                path
+            };
+            let parent = match target.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
             };
             let write = || -> std::io::Result<()> {
                 use std::io::Write as _;
-                let mut file = tempfile::NamedTempFile::new_in(parent)?;
+                let mut file = tempfile::NamedTempFile::new_in(&parent)?;
                 file.write_all(text.as_bytes())?;
                 file.write_all(b"\n")?;
                 file.as_file().sync_all()?;
-                file.persist(path).map_err(|e| e.error)?;
+                // Readable by the workers, which may run as other users (0644).
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt as _;
+                    file.as_file()
+                        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+                }
+                file.persist(&target).map_err(|e| e.error)?;
                 Ok(())
             };
             write().map_err(|e| refused(e.to_string()))
         }
-        Some((store, path)) => {
-            if path.as_ref().split('/').any(|part| part == "_delta_log") {
-                return Err(refused("it is inside a table's _delta_log".into()));
-            }
-            store
-                .put(&path, bytes::Bytes::from(format!("{text}\n")).into())
-                .await
-                .map(|_| ())
-                .map_err(|e| refused(e.to_string()))
-        }
+        Place::Object(store, path) => store
+            .put(&path, bytes::Bytes::from(format!("{text}\n")).into())
+            .await
+            .map(|_| ())
+            .map_err(|e| refused(e.to_string())),
     }
 }
 
-/// Checks that a local document path can be written: its directory exists, it is not a
-/// directory, and it is not inside a table's `_delta_log`.
+/// Checks that a local document path can be written: its name ends in `.json`, its directory
+/// exists and is not inside a table's `_delta_log`, and it is a regular file (or a link to
+/// one) when it exists.
 ///
 /// # Errors
 /// What is wrong, for people.
-pub fn check_document_path(path: &std::path::Path) -> std::result::Result<(), String> {
+pub fn check_document_path(path: &Path) -> std::result::Result<(), String> {
+    if !has_json_name(&path.to_string_lossy()) {
+        return Err("a document's name must end in .json".into());
+    }
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
-        _ => std::path::Path::new("."),
+        _ => Path::new("."),
     };
     if parent
         .canonicalize()
@@ -105,69 +131,86 @@ pub fn check_document_path(path: &std::path::Path) -> std::result::Result<(), St
     if !parent.is_dir() {
         return Err("its directory does not exist".into());
     }
-    if path.is_dir() {
-        return Err("it is a directory".into());
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        return Err("it exists and is not a regular file".into());
     }
     Ok(())
 }
 
-/// The object store and path of a document URI; `None` for a local path.
-fn document_store(
+fn has_json_name(name: &str) -> bool {
+    name.rsplit('/')
+        .next()
+        .is_some_and(|n| n.len() > ".json".len() && n.to_ascii_lowercase().ends_with(".json"))
+}
+
+/// Where the document at `location` lives; `writing` applies the rules of the module docs.
+fn place(
     location: &str,
     storage_options: &StorageOptions,
-) -> Result<Option<(Arc<dyn deltalake::ObjectStore>, deltalake::Path)>> {
-    let source = TableLocation::new(location).with_storage_options(storage_options.clone());
-    if source.store_kind()? == crate::table::StoreKind::Local {
-        let local = location.strip_prefix("file://").unwrap_or(location);
-        if local != location {
-            // A file:// URI: read it as the local path it names.
-            return Err(Error::invalid_option(
-                crate::Setting::Output,
-                format!("give the local path '{local}' instead of a file:// URI"),
-            ));
-        }
-        return Ok(None);
+    writing: bool,
+) -> std::result::Result<Place, String> {
+    if let Some(rest) = location.strip_prefix("file://") {
+        let url = url::Url::parse(location).map_err(|e| format!("is not a URI: {e}"))?;
+        let path = url
+            .to_file_path()
+            .map_err(|()| format!("'{rest}' is not a local path"))?;
+        return Ok(Place::Local(path));
     }
-    source.check_settings()?;
-    let shown = crate::table::location::redact_uri(location);
-    let url = url::Url::parse(location).map_err(|e| Error::NoTable {
-        table: shown.clone(),
-        message: format!("is not a URI: {e}"),
-    })?;
-    let name = url
+    let source = TableLocation::new(location).with_storage_options(storage_options.clone());
+    let kind = source.store_kind().map_err(|e| e.to_string())?;
+    if kind == crate::table::StoreKind::Local {
+        return Ok(Place::Local(PathBuf::from(location)));
+    }
+    source.check_settings().map_err(|e| e.to_string())?;
+    let url = url::Url::parse(location).map_err(|e| format!("is not a URI: {e}"))?;
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("an object URI may not carry a query or a fragment".into());
+    }
+    let segments: Vec<String> = url
         .path_segments()
-        .and_then(|mut s| s.next_back())
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| Error::NoTable {
-            table: shown.clone(),
-            message: "names no file (it ends with '/')".into(),
-        })?
-        .to_string();
+        .map(|s| {
+            s.map(|part| {
+                percent_encoding::percent_decode_str(part)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    if segments
+        .iter()
+        .any(|s| s == "." || s == ".." || s.contains('/'))
+    {
+        return Err("an object URI may not hold '.' or '..' segments".into());
+    }
+    let Some(name) = segments.last().filter(|n| !n.is_empty()).cloned() else {
+        return Err("it names no file (it ends with '/')".into());
+    };
+    if writing {
+        if segments.iter().any(|s| s == "_delta_log") {
+            return Err("it is inside a table's _delta_log".into());
+        }
+        if !has_json_name(&name) {
+            return Err("a document's name must end in .json".into());
+        }
+    }
     let mut parent = url.clone();
     parent
         .path_segments_mut()
-        .map_err(|()| Error::NoTable {
-            table: shown.clone(),
-            message: "has no path".into(),
-        })?
+        .map_err(|()| "it has no path".to_string())?
         .pop();
-    let mut builder =
-        deltalake::DeltaTableBuilder::from_url(parent).map_err(|e| Error::NoTable {
-            table: shown.clone(),
-            message: format!("cannot be reached: {e}"),
-        })?;
+    let mut builder = deltalake::DeltaTableBuilder::from_url(parent)
+        .map_err(|e| format!("cannot be reached: {e}"))?;
     if !storage_options.is_empty() {
         builder = builder.with_storage_options(storage_options.to_map());
     }
-    let table = builder.build().map_err(|e| Error::NoTable {
-        table: shown.clone(),
-        message: format!("cannot be reached: {e}"),
-    })?;
-    let name = percent_encoding::percent_decode_str(&name)
-        .decode_utf8_lossy()
-        .into_owned();
-    Ok(Some((
+    let table = builder
+        .build()
+        .map_err(|e| format!("cannot be reached: {e}"))?;
+    Ok(Place::Object(
         table.log_store().object_store(None),
         deltalake::Path::from(name.as_str()),
-    )))
+    ))
 }

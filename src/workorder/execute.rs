@@ -101,18 +101,22 @@ pub async fn execute(
         delete(reader, &outcomes).await;
         return Err(Error::Cancelled);
     }
-    Ok(outcomes
+    outcomes
         .into_iter()
-        .map(|o| BinResult {
-            run_id: order.plan.run_id.clone(),
-            fingerprint: order.fingerprint.clone(),
-            bin_id: o.bin_id,
-            rows: o.rows,
-            spilled: o.spilled,
-            verified: verify,
-            files: o.written,
+        .map(|o| {
+            BinResult {
+                run_id: order.plan.run_id.clone(),
+                fingerprint: order.fingerprint.clone(),
+                bin_id: o.bin_id,
+                rows: o.rows,
+                spilled: o.spilled,
+                verified: verify,
+                files: o.written,
+                checksum: String::new(),
+            }
+            .seal()
         })
-        .collect())
+        .collect()
 }
 
 fn plan_has_split(plan: &Plan, bins: &BTreeSet<usize>) -> bool {

@@ -553,6 +553,40 @@ pub struct BinResult {
     pub verified: bool,
     /// The files written, with their stats, in write order.
     pub files: Vec<WrittenFile>,
+    /// xxHash64 (16 hex digits) of the rest of the result, keys sorted ([`BinResult::seal`]):
+    /// a result altered after `execute` wrote it is refused. A checksum, not a signature.
+    pub checksum: String,
+}
+
+impl BinResult {
+    /// The checksum of the result's content (everything but the checksum).
+    ///
+    /// # Errors
+    /// [`Error::Json`] when the result cannot be serialized.
+    pub fn compute_checksum(&self) -> Result<String> {
+        let mut value = serde_json::to_value(self).map_err(|source| Error::Json {
+            context: "checksumming a bin result".into(),
+            source,
+        })?;
+        if let Some(fields) = value.as_object_mut() {
+            fields.remove("checksum");
+        }
+        let mut text = String::new();
+        canonical_json(&value, &mut text);
+        Ok(format!(
+            "{:016x}",
+            xxhash_rust::xxh64::xxh64(text.as_bytes(), 0)
+        ))
+    }
+
+    /// Sets the checksum.
+    ///
+    /// # Errors
+    /// As [`BinResult::compute_checksum`].
+    pub fn seal(mut self) -> Result<Self> {
+        self.checksum = self.compute_checksum()?;
+        Ok(self)
+    }
 }
 
 /// A document of bin results, as `execute` writes it and `commit` reads it.
@@ -588,10 +622,22 @@ impl ResultDocument {
             message: format!("is not JSON: {e}"),
         })?;
         check_header(&value, RESULTS_KIND, document)?;
-        serde_json::from_value(value).map_err(|e| Error::WorkOrder {
+        let parsed: Self = serde_json::from_value(value).map_err(|e| Error::WorkOrder {
             document: document.to_string(),
             message: format!("is not a valid result document: {e}"),
-        })
+        })?;
+        for result in &parsed.results {
+            if result.compute_checksum()? != result.checksum {
+                return Err(Error::WorkOrder {
+                    document: document.to_string(),
+                    message: format!(
+                        "holds a result of bin {} that was altered after execute wrote it (its checksum does not match); execute the bin again",
+                        result.bin_id
+                    ),
+                });
+            }
+        }
+        Ok(parsed)
     }
 }
 

@@ -11,6 +11,16 @@ use crate::fixture::{Fixture, load, rows, rows_with_row_ids, runtime};
 
 const BIN: &str = env!("CARGO_BIN_EXE_delta-layout");
 
+/// Recomputes the checksums of a result document's results, as a worker that computed
+/// wrong values would have written them.
+fn reseal(doc: &mut Value) {
+    for result in doc["results"].as_array_mut().unwrap() {
+        let parsed: delta_layout::workorder::BinResult =
+            serde_json::from_value(result.clone()).unwrap();
+        *result = serde_json::to_value(parsed.seal().unwrap()).unwrap();
+    }
+}
+
 /// Runs the binary, expects exit code 0, returns standard output.
 fn ok(args: &[&str]) -> String {
     let output = run(args);
@@ -501,7 +511,34 @@ fn bad_orders_and_results_are_refused_and_change_nothing() {
     let output = run(&["commit", plan_str, edited_path.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
+        stderr(&output).contains("was altered after execute wrote it"),
+        "{}",
+        stderr(&output)
+    );
+    // The same edit by a worker that computed it (the checksum matches): the rows do not.
+    reseal(&mut edited);
+    std::fs::write(&edited_path, edited.to_string()).unwrap();
+    let output = run(&["commit", plan_str, edited_path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
         stderr(&output).contains("the result of bin"),
+        "{}",
+        stderr(&output)
+    );
+    // Stats that count other rows than the file holds.
+    let mut stats_edit = result.clone();
+    let stats = stats_edit["results"][0]["files"][0]["stats_json"]
+        .as_str()
+        .unwrap();
+    let mut stats: Value = serde_json::from_str(stats).unwrap();
+    stats["numRecords"] = Value::from(stats["numRecords"].as_u64().unwrap() + 1000);
+    stats_edit["results"][0]["files"][0]["stats_json"] = Value::String(stats.to_string());
+    reseal(&mut stats_edit);
+    std::fs::write(&edited_path, stats_edit.to_string()).unwrap();
+    let output = run(&["commit", plan_str, edited_path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("stats whose numRecords"),
         "{}",
         stderr(&output)
     );
@@ -762,6 +799,13 @@ fn the_rows_of_a_split_scope_must_add_up() {
         .as_u64()
         .unwrap();
     doc["results"][0]["files"][0]["num_records"] = Value::from(n - 1);
+    let stats = doc["results"][0]["files"][0]["stats_json"]
+        .as_str()
+        .unwrap();
+    let mut stats: Value = serde_json::from_str(stats).unwrap();
+    stats["numRecords"] = Value::from(n - 1);
+    doc["results"][0]["files"][0]["stats_json"] = Value::String(stats.to_string());
+    reseal(&mut doc);
     std::fs::write(&path, doc.to_string()).unwrap();
     let listing = table.listing();
     let plan_path = work.path().join("plan.json").display().to_string();
@@ -777,6 +821,7 @@ fn the_rows_of_a_split_scope_must_add_up() {
     let mut doc: Value = serde_json::from_str(&original).unwrap();
     doc["results"][0]["rows"] = Value::from(0);
     doc["results"][0]["files"] = Value::Array(Vec::new());
+    reseal(&mut doc);
     std::fs::write(&path, doc.to_string()).unwrap();
     let output = run(&args);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
@@ -805,6 +850,8 @@ fn results_are_checked_against_storage_and_committed_files_are_never_deleted() {
     let original = std::fs::read_to_string(&path).unwrap();
     let listing = table.listing();
     let commit_with = |doc: &Value| {
+        let mut doc = doc.clone();
+        reseal(&mut doc);
         let tampered = work.path().join("tampered.json");
         std::fs::write(&tampered, doc.to_string()).unwrap();
         run(&["commit", &plan_path, tampered.to_str().unwrap()])
@@ -913,4 +960,70 @@ fn a_metadata_change_stops_the_rest_and_keeps_what_was_committed() {
         .collect();
     live.sort();
     assert_eq!(files_of_run(&table.path, run_id), live);
+}
+
+#[test]
+fn documents_go_only_where_they_cannot_damage_a_table() {
+    let table = Fixture::copy("delta-rs-small-appends");
+    let location = table.location();
+    let work = tempfile::tempdir().unwrap();
+    let listing = table.listing();
+    let refused = |out: &str, needle: &str| {
+        let output = run(&["plan", &location, "--out", out]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{out}: {message}");
+        assert!(
+            message.contains("--out") && message.contains(needle),
+            "{out}: {message}"
+        );
+    };
+    // Not a .json name: never a data file, a deletion vector or a checkpoint.
+    let data_file = table
+        .path
+        .join(&load(&location).files[0].path)
+        .display()
+        .to_string();
+    refused(&data_file, "must end in .json");
+    refused(
+        &work.path().join("plan").display().to_string(),
+        "must end in .json",
+    );
+    // Inside the log.
+    let log = table.path.join("_delta_log/00000000000000000099.json");
+    refused(&log.display().to_string(), "_delta_log");
+    // A FIFO (or a device) is not replaced by a file.
+    let fifo = work.path().join("fifo.json");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    refused(&fifo.display().to_string(), "not a regular file");
+    assert_eq!(table.listing(), listing);
+    // Through a link, to its target; a file:// URI reads as the path it names.
+    let target = work.path().join("target.json");
+    std::fs::write(&target, "old").unwrap();
+    let link = work.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    ok(&["plan", &location, "--out", link.to_str().unwrap()]);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let order: Value = serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(order["kind"], "delta-layout.plan");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o644,
+        "readable by workers running as other users"
+    );
+    let uri = format!("file://{}", target.display());
+    let out = ok(&["execute", &uri, "--all-bins", "--quiet"]);
+    let results: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(results["kind"], "delta-layout.results");
 }
