@@ -430,8 +430,9 @@ pub async fn rewrite(
 /// the bins' outcomes; on a bin error every file written has been deleted.
 ///
 /// # Errors
-/// Only when the blocking task itself cannot run ([`Error::Internal`]); bin errors are in the
-/// returned result.
+/// [`Error::InvalidOption`] for an unusable stats-columns table property, and
+/// [`Error::Internal`] when the blocking task cannot run; bin errors are in the returned
+/// result.
 pub(crate) async fn write_bins(
     table: TableView,
     plan: Plan,
