@@ -187,12 +187,7 @@ impl WorkOrder {
             context: "fingerprinting the work order".into(),
             source,
         })?;
-        let mut text = String::new();
-        canonical_json(&value, &mut text);
-        Ok(format!(
-            "{:016x}",
-            xxhash_rust::xxh64::xxh64(text.as_bytes(), 0)
-        ))
+        Ok(digest(&value))
     }
 
     /// The order as pretty JSON.
@@ -213,15 +208,7 @@ impl WorkOrder {
     /// or kind, or its fingerprint does not match its content (it was altered).
     pub fn from_json(text: &str, name: &str) -> Result<Self> {
         let document = &format!("work order '{name}'");
-        let value: Value = serde_json::from_str(text).map_err(|e| Error::WorkOrder {
-            document: document.to_string(),
-            message: format!("is not JSON: {e}"),
-        })?;
-        check_header(&value, ORDER_KIND, document)?;
-        let order: Self = serde_json::from_value(value).map_err(|e| Error::WorkOrder {
-            document: document.to_string(),
-            message: format!("is not a valid work order: {e}"),
-        })?;
+        let order: Self = parse_document(text, ORDER_KIND, document, "work order")?;
         if order.producer != PRODUCER {
             return Err(Error::WorkOrder {
                 document: document.to_string(),
@@ -345,6 +332,31 @@ fn canonical_json(value: &Value, out: &mut String) {
         }
         other => out.push_str(&other.to_string()),
     }
+}
+
+/// Parses a document of `kind` (`what`, for messages): JSON, then the header, then the rest.
+fn parse_document<T: serde::de::DeserializeOwned>(
+    text: &str,
+    kind: &str,
+    document: &str,
+    what: &str,
+) -> Result<T> {
+    let value: Value = serde_json::from_str(text).map_err(|e| Error::WorkOrder {
+        document: document.to_string(),
+        message: format!("is not JSON: {e}"),
+    })?;
+    check_header(&value, kind, document)?;
+    serde_json::from_value(value).map_err(|e| Error::WorkOrder {
+        document: document.to_string(),
+        message: format!("is not a valid {what}: {e}"),
+    })
+}
+
+/// xxHash64 of `value`'s JSON with every object's keys sorted, as 16 lowercase hex digits.
+fn digest(value: &Value) -> String {
+    let mut text = String::new();
+    canonical_json(value, &mut text);
+    format!("{:016x}", xxhash_rust::xxh64::xxh64(text.as_bytes(), 0))
 }
 
 /// Checks `format_version` and `kind` before the rest is read, for a clear message.
@@ -571,12 +583,7 @@ impl BinResult {
         if let Some(fields) = value.as_object_mut() {
             fields.remove("checksum");
         }
-        let mut text = String::new();
-        canonical_json(&value, &mut text);
-        Ok(format!(
-            "{:016x}",
-            xxhash_rust::xxh64::xxh64(text.as_bytes(), 0)
-        ))
+        Ok(digest(&value))
     }
 
     /// Sets the checksum.
@@ -617,15 +624,7 @@ impl ResultDocument {
     /// [`Error::WorkOrder`] when the text is not a result document of this format version.
     pub fn from_json(text: &str, name: &str) -> Result<Self> {
         let document = &format!("result document '{name}'");
-        let value: Value = serde_json::from_str(text).map_err(|e| Error::WorkOrder {
-            document: document.to_string(),
-            message: format!("is not JSON: {e}"),
-        })?;
-        check_header(&value, RESULTS_KIND, document)?;
-        let parsed: Self = serde_json::from_value(value).map_err(|e| Error::WorkOrder {
-            document: document.to_string(),
-            message: format!("is not a valid result document: {e}"),
-        })?;
+        let parsed: Self = parse_document(text, RESULTS_KIND, document, "result document")?;
         for result in &parsed.results {
             if result.compute_checksum()? != result.checksum {
                 return Err(Error::WorkOrder {
