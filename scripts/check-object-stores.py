@@ -451,15 +451,24 @@ def run_store(store, binary, testdata):
                 check(f"s3: {name}: the message says the commit may have landed",
                       "may or may not have landed" in out.stderr, out.stderr[-400:])
 
-    # Work orders with their documents in the store: plan, every bin executed in its own
-    # process (as an engine's tasks would), commit in batches; twice.
+    # Work orders with their documents in the store, sharded (5 input files per shard): plan,
+    # every bin executed in its own process (as an engine's tasks would), commit in batches;
+    # twice.
     orders = f"{store.root}/workorder"
     write_events(store, orders, appends=12, rows_each=50)
     before, w0 = rows(store, orders)
     plan_uri = f"{store.root}/runs/plan.json"
-    out = cli(store, binary, "plan", orders, "--hilbert", "id,x", "--out", plan_uri, check_rc=0)
+    out = cli(store, binary, "plan", orders, "--hilbert", "id,x", "--out", plan_uri,
+              "--shard-files", "5", check_rc=0)
     order = json.loads(store.get("runs/plan.json"))
     bins = [b["id"] for p in order["plan"]["partitions"] for b in p["bins"]]
+    shards = [s["name"] for s in order.get("shards", [])]
+    shard_files = sum(len(json.loads(store.get(f"runs/{name}"))["files"]) for name in shards)
+    check(f"{kind}: a sharded order: a head without files, its shards beside it",
+          not order.get("files") and len(shards) >= 2
+          and shard_files == sum(s["files"] for s in order["shards"])
+          and len(shards) == -(-shard_files // 5),
+          f"{shards} {shard_files}")
     secrets = [v for k, v in store.options.items() if "SECRET" in k.upper() or "KEY" in k.upper()]
     check(f"{kind}: plan writes the work order to the store, with no secret",
           len(bins) == 4 and not any(v and v in json.dumps(order) for v in secrets)

@@ -19,6 +19,7 @@ use crate::plan::{self, Plan, PlanOptions};
 use crate::progress::{Phase, Progress, Scope};
 use crate::rewrite::{self, BinOutcome, RewriteContext, WrittenFile, read::Reader};
 use crate::table::TableView;
+use crate::workorder::{OrderSettings, WorkOrder};
 
 /// Options of the `optimize` job.
 #[derive(Debug, Clone, Default)]
@@ -35,6 +36,7 @@ pub struct OptimizeOptions {
     pub(crate) sample: Option<(f64, u64)>,
     pub(crate) codec: rewrite::write::Codec,
     pub(crate) files_of: Option<TableView>,
+    pub(crate) work_order: bool,
 }
 
 impl OptimizeOptions {
@@ -128,6 +130,16 @@ impl OptimizeOptions {
         self
     }
 
+    /// Keeps the run as a work order in [`OptimizeOutcome::work_order`]: the document `plan`
+    /// writes (a [`WorkOrder`] of the same plan, settings and input files), which `execute`
+    /// and `commit` accept as it is (`optimize --json` prints it as `plan`). Off by default: it
+    /// copies every input file's `add` action.
+    #[must_use]
+    pub fn with_work_order(mut self, keep: bool) -> Self {
+        self.work_order = keep;
+        self
+    }
+
     /// Fingerprints the rows read and the rows written, per partition, before committing,
     /// and refuses to commit on any difference ([`Rewritten::verify`]). Off by default:
     /// it reads every written file back.
@@ -165,8 +177,12 @@ pub struct OptimizeOutcome {
     pub bins_spilled: u64,
     /// Spark-named file-size metrics of the commit.
     pub metrics: FileSizeMetrics,
-    /// The plan that was executed.
+    /// The plan that was executed (its bins index the table's files).
     pub plan: Plan,
+    /// The run as a work order ([`OptimizeOptions::with_work_order`]; its bins index its own
+    /// files), `None` unless asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_order: Option<WorkOrder>,
     /// Wall time of the whole run.
     #[serde(serialize_with = "serialize_millis", rename = "duration_ms")]
     pub duration: Duration,
@@ -381,6 +397,10 @@ pub async fn rewrite(
         bins: plan.bins().count() as u64,
         bins_spilled: 0,
         metrics: FileSizeMetrics::default(),
+        work_order: options
+            .work_order
+            .then(|| WorkOrder::new(&table, plan.clone(), OrderSettings::of(options)))
+            .transpose()?,
         plan,
         duration: Duration::ZERO,
         checkpoint: None,

@@ -252,6 +252,8 @@ struct Candidates {
 /// whose files pass is used; the others' files are deleted unless a commit refers to them.
 ///
 /// # Errors
+/// * [`Error::WorkOrder`] for the head of a sharded order or an order read for some bins
+///   only (commit reads the whole order: [`super::read_order`] with no bin list);
 /// * [`Error::WorkOrder`] naming the bin whose result does not belong to the order (another
 ///   run or plan, an unknown bin, rows that differ from its input's, a file outside the bin's
 ///   directory, not named after the run and bin, listed twice, missing, of another size or
@@ -268,6 +270,7 @@ pub async fn commit(
     storage_options: StorageOptions,
     options: &CommitOptions,
 ) -> Result<CommitOutcome> {
+    super::check_whole(order)?;
     let table = order.table_view(storage_options)?;
     let run_id = order.plan.run_id.clone();
     let mut outcome = CommitOutcome {

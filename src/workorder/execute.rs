@@ -19,7 +19,8 @@ use crate::table::StorageOptions;
 /// tokio runtime.
 ///
 /// # Errors
-/// [`Error::WorkOrder`] for an unknown bin id or none at all; everything
+/// [`Error::WorkOrder`] for an unknown bin id or none at all, or the head of a sharded order
+/// (read it with [`super::read_order`]); everything
 /// [`crate::table::TableView::from_description`] returns; the first bin error ([`Error::DataFile`] for a
 /// missing or changed input file); [`Error::VerifyFailed`] when verification finds a
 /// difference; [`Error::Cancelled`]. On error every file written is deleted.
@@ -30,6 +31,7 @@ pub async fn execute(
     options: &OptimizeOptions,
     progress: Arc<dyn Progress>,
 ) -> Result<Vec<BinResult>> {
+    super::check_assembled(order)?;
     let plan_ids: BTreeSet<usize> = order.bin_ids().into_iter().collect();
     if bin_ids.is_empty() {
         return Err(Error::WorkOrder {

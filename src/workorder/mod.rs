@@ -67,10 +67,12 @@ use crate::table::{StorageOptions, TableDescription, TableLocation, TableView};
 mod commit;
 mod document;
 mod execute;
+pub mod shard;
 
 pub use commit::{CommitOptions, CommitOutcome, DroppedBin, commit};
 pub use document::{check_document_path, read_document, write_document};
 pub use execute::execute;
+pub use shard::{FileShard, ShardDocument, read_order, write_order};
 
 /// The format version of work orders and result documents this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -99,6 +101,18 @@ pub struct OrderSettings {
     pub verify: bool,
 }
 
+impl OrderSettings {
+    /// The execution settings of `options` that every worker must share.
+    #[must_use]
+    pub fn of(options: &OptimizeOptions) -> Self {
+        Self {
+            codec: options.codec.spec(),
+            memory_limit_bytes: options.memory_limit_bytes,
+            verify: options.verify,
+        }
+    }
+}
+
 /// One input file of the plan: its `add` action (path URI-decoded once) and the path as the
 /// log spells it, which the `remove` repeats.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,7 +134,9 @@ pub struct WorkOrder {
     /// commits it (key spaces hold Arrow row-format bytes, which other releases may order
     /// differently).
     pub producer: String,
-    /// xxHash64 (16 hex digits) of the producer, table, settings, plan and files, keys sorted.
+    /// xxHash64 (16 hex digits) of the producer, table, settings, plan, files and shards, keys
+    /// sorted. An order read for some bins keeps the fingerprint of the document it was read
+    /// from.
     pub fingerprint: String,
     /// The table at the plan's read version.
     pub table: TableDescription,
@@ -128,8 +144,17 @@ pub struct WorkOrder {
     pub settings: OrderSettings,
     /// The plan: run id, target size, partitions and bins.
     pub plan: Plan,
-    /// The input files, in bin order.
+    /// The input files, in bin order: all of them, or none in the head of a sharded order
+    /// (see [`shard`](crate::workorder::shard)), whose `shards` hold them; an order read for
+    /// some bins ([`read_order`]) holds theirs only.
     pub files: Vec<OrderFile>,
+    /// The shard documents holding the files of a sharded order, in file order; empty
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<FileShard>,
+    /// Read for some bins only ([`read_order`]): it executes them but never commits.
+    #[serde(skip)]
+    partial: bool,
 }
 
 impl WorkOrder {
@@ -165,6 +190,8 @@ impl WorkOrder {
             settings,
             plan,
             files,
+            shards: Vec::new(),
+            partial: false,
         };
         order.fingerprint = order.compute_fingerprint()?;
         Ok(order)
@@ -182,6 +209,7 @@ impl WorkOrder {
             &self.settings,
             &self.plan,
             &self.files,
+            &self.shards,
         ))
         .map_err(|source| Error::Json {
             context: "fingerprinting the work order".into(),
@@ -303,6 +331,32 @@ impl WorkOrder {
     }
 }
 
+/// Refuses the head of a sharded order: its files are in its shards ([`read_order`]).
+fn check_assembled(order: &WorkOrder) -> Result<()> {
+    if order.shards.is_empty() {
+        return Ok(());
+    }
+    Err(Error::WorkOrder {
+        document: format!("the work order of run {}", order.plan.run_id),
+        message: "is the head of a sharded order, without its files: read it with read_order"
+            .into(),
+    })
+}
+
+/// Refuses an order read for some bins only: committing it would judge a split scope by the
+/// bins it holds, and never see the others.
+fn check_whole(order: &WorkOrder) -> Result<()> {
+    check_assembled(order)?;
+    if !order.partial {
+        return Ok(());
+    }
+    Err(Error::WorkOrder {
+        document: format!("the work order of run {}", order.plan.run_id),
+        message: "was read for some bins only: commit needs the whole order (read_order with no bin list)"
+            .into(),
+    })
+}
+
 /// Appends `value` as JSON with every object's keys sorted.
 fn canonical_json(value: &Value, out: &mut String) {
     match value {
@@ -418,15 +472,7 @@ pub async fn plan(
     if !plan.is_empty() {
         crate::commit::check_atomic_commits(&table, &plan.run_id).await?;
     }
-    WorkOrder::new(
-        &table,
-        plan,
-        OrderSettings {
-            codec: options.codec.spec(),
-            memory_limit_bytes: options.memory_limit_bytes,
-            verify: options.verify,
-        },
-    )
+    WorkOrder::new(&table, plan, OrderSettings::of(options))
 }
 
 /// How `plan` splits clustering scopes too large for one task.

@@ -135,9 +135,11 @@ fn table_property_sizes_are_read_as_spark_reads_them() {
     let output = cli(&["optimize", &location, "--dry-run", "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["plan"]["target_file_bytes"], 104_857_600);
+    // `plan` is the run's work order; its own `plan` the plan.
+    assert_eq!(json["plan"]["kind"], "delta-layout.plan");
+    assert_eq!(json["plan"]["plan"]["target_file_bytes"], 104_857_600);
     assert_eq!(
-        json["plan"]["target_source"], "table_property",
+        json["plan"]["plan"]["target_source"], "table_property",
         "{}",
         json["plan"]
     );

@@ -1027,3 +1027,261 @@ fn documents_go_only_where_they_cannot_damage_a_table() {
     let results: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(results["kind"], "delta-layout.results");
 }
+
+/// The shards (by file name) a bin of a sharded order reads: those holding its files.
+fn shards_of_bin(order: &Value, bin: u64) -> Vec<String> {
+    let files: Vec<u64> = order["plan"]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["bins"].as_array().unwrap().iter())
+        .find(|b| b["id"] == bin)
+        .unwrap()["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_u64().unwrap())
+        .collect();
+    order["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            let first = s["first_file"].as_u64().unwrap();
+            let end = first + s["files"].as_u64().unwrap();
+            files.iter().any(|f| (first..end).contains(f))
+        })
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_sharded_order_gives_each_worker_only_its_bins_files() {
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    table.double_files();
+    let location = table.location();
+    let (_copy_dir, copy) = copy_table(&table);
+    let before = rows(&location);
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(
+        &location,
+        work.path(),
+        &["--target-size", "4KiB", "--shard-files", "3"],
+    );
+    let bins = bin_ids(&order);
+    assert!(bins.len() >= 6, "{bins:?}");
+    // The head holds no file; its shards hold them all, three at most each, in order.
+    assert!(
+        order
+            .get("files")
+            .is_none_or(|f| f.as_array().unwrap().is_empty())
+    );
+    let shards = order["shards"].as_array().unwrap();
+    let num_files: u64 = shards.iter().map(|s| s["files"].as_u64().unwrap()).sum();
+    assert_eq!(shards.len() as u64, num_files.div_ceil(3));
+    for (number, shard) in shards.iter().enumerate() {
+        assert_eq!(shard["first_file"].as_u64().unwrap(), 3 * number as u64);
+        let name = shard["name"].as_str().unwrap();
+        assert_eq!(name, format!("plan.files-{number:05}.json"));
+        let document: Value =
+            serde_json::from_str(&std::fs::read_to_string(work.path().join(name)).unwrap())
+                .unwrap();
+        assert_eq!(document["kind"], "delta-layout.plan-files");
+        assert_eq!(
+            document["files"].as_array().unwrap().len() as u64,
+            shard["files"].as_u64().unwrap()
+        );
+    }
+
+    // A worker that has the head and its bin's shards only executes its bin.
+    let bin = bins[bins.len() / 2];
+    let needed = shards_of_bin(&order, bin);
+    assert!(needed.len() < shards.len(), "{needed:?}");
+    let alone = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        work.path().join("plan.json"),
+        alone.path().join("plan.json"),
+    )
+    .unwrap();
+    for name in &needed {
+        std::fs::copy(work.path().join(name), alone.path().join(name)).unwrap();
+    }
+    let alone_plan = alone.path().join("plan.json").display().to_string();
+    ok(&["execute", &alone_plan, "--bin", &bin.to_string(), "--quiet"]);
+    // A bin whose shard is missing names it.
+    let other = bins
+        .iter()
+        .copied()
+        .find(|&b| shards_of_bin(&order, b).iter().any(|s| !needed.contains(s)))
+        .unwrap();
+    let output = run(&[
+        "execute",
+        &alone_plan,
+        "--bin",
+        &other.to_string(),
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("work order shard"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(stderr(&output).contains(".files-0"), "{}", stderr(&output));
+    // Commit needs the whole order: without all shards, nothing is committed.
+    let log_before = table.log_versions();
+    let output = run(&["commit", &alone_plan]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(table.log_versions(), log_before);
+
+    // A shard altered (one file's size), or another shard under its name, is refused.
+    let first = shards[0]["name"].as_str().unwrap();
+    let second = shards[1]["name"].as_str().unwrap();
+    let first_path = work.path().join(first);
+    let original = std::fs::read_to_string(&first_path).unwrap();
+    let mut altered: Value = serde_json::from_str(&original).unwrap();
+    let size = altered["files"][0]["add"]["size"].as_u64().unwrap();
+    altered["files"][0]["add"]["size"] = (size + 1).into();
+    std::fs::write(&first_path, altered.to_string()).unwrap();
+    let bin_of_first = bins
+        .iter()
+        .copied()
+        .find(|&b| shards_of_bin(&order, b).iter().any(|s| s == first))
+        .unwrap();
+    let plan_path = work.path().join("plan.json").display().to_string();
+    for attempt in [
+        vec!["execute", plan_path.as_str(), "--all-bins", "--quiet"],
+        vec!["commit", plan_path.as_str()],
+    ] {
+        let output = run(&attempt);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{attempt:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("is not the shard the work order lists"),
+            "{attempt:?}: {}",
+            stderr(&output)
+        );
+    }
+    std::fs::copy(work.path().join(second), &first_path).unwrap();
+    let output = run(&[
+        "execute",
+        &plan_path,
+        "--bin",
+        &bin_of_first.to_string(),
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("is not the shard"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::write(&first_path, &original).unwrap();
+    assert_eq!(table.log_versions(), log_before);
+    assert_eq!(rows(&location), before);
+
+    // An order read for some bins executes them and is never committed.
+    {
+        let bin = usize::try_from(bin).unwrap();
+        let rt = runtime();
+        let partial = rt
+            .block_on(delta_layout::workorder::read_order(
+                &plan_path,
+                &Default::default(),
+                Some(&[bin]),
+            ))
+            .unwrap();
+        assert_eq!(partial.bin_ids(), vec![bin]);
+        let refused = rt.block_on(delta_layout::workorder::commit(
+            &partial,
+            Vec::new(),
+            Default::default(),
+            &delta_layout::workorder::CommitOptions::default(),
+        ));
+        let message = refused.unwrap_err().to_string();
+        assert!(message.contains("some bins only"), "{message}");
+    }
+
+    // Every bin in its own process, then one commit: one `optimize`'s layout, the same rows.
+    execute_in_processes(work.path(), &bins);
+    let results = result_files(work.path(), &bins);
+    let mut args = vec!["commit", plan_path.as_str(), "--json"];
+    args.extend(results.iter().map(String::as_str));
+    let outcome: Value = serde_json::from_str(&ok(&args)).unwrap();
+    assert_eq!(
+        outcome["bins_committed"].as_array().unwrap().len(),
+        bins.len()
+    );
+    assert_eq!(rows(&location), before);
+    ok(&[
+        "optimize",
+        &copy,
+        "--target-size",
+        "4KiB",
+        "--no-report",
+        "--quiet",
+    ]);
+    assert_eq!(layout(&location), layout(&copy));
+}
+
+#[test]
+fn the_plan_optimize_json_prints_is_a_work_order_that_executes_and_commits() {
+    // `optimize --dry-run --json`'s `plan` is `plan`'s document: executed and committed as
+    // it is, it gives one `optimize`'s layout and the same rows.
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    table.double_files();
+    let location = table.location();
+    let (_copy_dir, copy) = copy_table(&table);
+    let before = rows(&location);
+    let printed: Value = serde_json::from_str(&ok(&[
+        "optimize",
+        &location,
+        "--target-size",
+        "4KiB",
+        "--dry-run",
+        "--json",
+    ]))
+    .unwrap();
+    let order = &printed["plan"];
+    assert_eq!(order["kind"], "delta-layout.plan");
+    assert_eq!(order["table"]["version"], printed["read_version"]);
+    assert_eq!(
+        bin_ids(order).len() as u64,
+        printed["bins"].as_u64().unwrap()
+    );
+    let work = tempfile::tempdir().unwrap();
+    let plan_path = work.path().join("plan.json");
+    std::fs::write(&plan_path, serde_json::to_string_pretty(order).unwrap()).unwrap();
+    let plan_path = plan_path.display().to_string();
+    let result = work.path().join("r.json").display().to_string();
+    ok(&[
+        "execute",
+        &plan_path,
+        "--all-bins",
+        "--out",
+        &result,
+        "--quiet",
+    ]);
+    let outcome: Value =
+        serde_json::from_str(&ok(&["commit", &plan_path, &result, "--json"])).unwrap();
+    assert_eq!(
+        outcome["bins_committed"].as_array().unwrap().len() as u64,
+        printed["bins"].as_u64().unwrap()
+    );
+    assert_eq!(rows(&location), before);
+    let optimized: Value = serde_json::from_str(&ok(&[
+        "optimize",
+        &copy,
+        "--target-size",
+        "4KiB",
+        "--no-report",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(optimized["plan"]["kind"], "delta-layout.plan");
+    assert_eq!(layout(&location), layout(&copy));
+}

@@ -263,7 +263,8 @@ pub struct OptimizeArgs {
     /// Skip the before/after report at the end.
     #[arg(long, help_heading = "Output")]
     pub no_report: bool,
-    /// Print one JSON object instead of text.
+    /// Print one JSON object instead of text; its `plan` is the run's work order, the
+    /// document `plan` writes (with a dry run, `execute` and `commit` take it as it is).
     #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// No progress bar.
@@ -397,6 +398,12 @@ pub struct PlanArgs {
     /// standard error.
     #[arg(long, value_name = "FILE|URI", help_heading = "Output")]
     pub out: Option<String>,
+    /// Input files per document of the work order: an order with more input files is written
+    /// as a head at `--out` and shard documents beside it (`PLAN.files-00000.json`, ...), so
+    /// that a worker reads only its bins' files. 0: always one document, as on standard
+    /// output (without `--out`).
+    #[arg(long, value_name = "FILES", help_heading = "Output", default_value_t = delta_layout::workorder::shard::DEFAULT_FILES_PER_SHARD)]
+    pub shard_files: usize,
 }
 
 /// `execute` arguments.

@@ -102,7 +102,10 @@ fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usi
 
 /// Builds the library options of `optimize`.
 pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
-    let options = planning_options(&args.planning)?.with_dry_run(args.dry_run);
+    // `--json` prints the run as a work order.
+    let options = planning_options(&args.planning)?
+        .with_dry_run(args.dry_run)
+        .with_work_order(args.json);
     execution_options(options, &args.execution)
 }
 

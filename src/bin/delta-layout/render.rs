@@ -162,7 +162,11 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "duration_ms": u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
         "metrics": o.metrics,
         "checkpoint": o.checkpoint,
-        "plan": o.plan,
+        // The work order (`plan`'s document) when the run kept it, else the plan.
+        "plan": o.work_order.as_ref().map_or_else(
+            || serde_json::to_value(&o.plan).unwrap_or(Value::Null),
+            |order| serde_json::to_value(order).unwrap_or(Value::Null),
+        ),
     })
 }
 
@@ -576,7 +580,11 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
 }
 
 /// Text summary of a work order (`plan`), for standard error.
-pub fn work_order(out: &mut impl Write, o: &delta_layout::workorder::WorkOrder) -> io::Result<()> {
+pub fn work_order(
+    out: &mut impl Write,
+    o: &delta_layout::workorder::WorkOrder,
+    files: usize,
+) -> io::Result<()> {
     let bins = o.plan.bins().count() as u64;
     if o.plan.is_empty() {
         return writeln!(
@@ -599,7 +607,18 @@ pub fn work_order(out: &mut impl Write, o: &delta_layout::workorder::WorkOrder) 
         count(o.plan.num_input_files() as u64, "file"),
         format_size(o.plan.input_bytes()),
         id_ranges(&o.bin_ids()),
-    )
+    )?;
+    if !o.shards.is_empty() {
+        writeln!(
+            out,
+            "{} input files in {} beside the work order ({} to {})",
+            files,
+            count(o.shards.len() as u64, "shard"),
+            o.shards[0].name,
+            o.shards[o.shards.len() - 1].name
+        )?;
+    }
+    Ok(())
 }
 
 /// `1-4,7,9-10`: ids as ranges.

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use delta_layout::optimize::OptimizeOptions;
 use delta_layout::table::{StorageOptions, TableLocation};
-use delta_layout::workorder::{self, CommitOptions, ResultDocument, WorkOrder};
+use delta_layout::workorder::{self, CommitOptions, ResultDocument};
 
 use crate::args::{CommitArgs, ExecuteArgs, PlanArgs};
 use crate::{config, progress, render};
@@ -30,13 +30,18 @@ pub fn plan(
         args.task_size.as_deref(),
     )?);
     let order = runtime.block_on(workorder::plan(location, &options, &split))?;
-    let json = order.to_json()?;
     match &args.out {
         Some(out) => {
-            runtime.block_on(workorder::write_document(out, &storage, &json))?;
-            render::work_order(&mut std::io::stderr(), &order)?;
+            let written = runtime.block_on(workorder::write_order(
+                &order,
+                out,
+                &storage,
+                args.shard_files,
+            ))?;
+            render::work_order(&mut std::io::stderr(), &written, order.files.len())?;
         }
-        None => writeln!(stdout, "{json}")?,
+        // One document: shards need a place beside the head.
+        None => writeln!(stdout, "{}", order.to_json()?)?,
     }
     Ok(())
 }
@@ -49,7 +54,11 @@ pub fn execute(
     args: &ExecuteArgs,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
-    let order = read_order(runtime, &args.plan, &storage)?;
+    let order = runtime.block_on(workorder::read_order(
+        &args.plan,
+        &storage,
+        (!args.all_bins).then_some(args.bins.as_slice()),
+    ))?;
     if let Some(out) = &args.out {
         check_out(out)?;
         let same = |a: &str, b: &str| {
@@ -100,7 +109,7 @@ pub fn commit(
     storage: StorageOptions,
     args: &CommitArgs,
 ) -> anyhow::Result<()> {
-    let order = read_order(runtime, &args.plan, &storage)?;
+    let order = runtime.block_on(workorder::read_order(&args.plan, &storage, None))?;
     let mut results = Vec::new();
     for location in &args.results {
         let text = runtime.block_on(workorder::read_document(
@@ -118,15 +127,6 @@ pub fn commit(
         render::work_commit(stdout, &outcome)?;
     }
     Ok(())
-}
-
-fn read_order(
-    runtime: &tokio::runtime::Runtime,
-    location: &str,
-    storage: &StorageOptions,
-) -> anyhow::Result<WorkOrder> {
-    let text = runtime.block_on(workorder::read_document(location, storage, "work order"))?;
-    Ok(WorkOrder::from_json(&text, location)?)
 }
 
 /// Refuses a local output path that cannot be written, before any work is done.
