@@ -16,6 +16,8 @@
 //!  -> WorkOrder (JSON, no secret)  write a bin's files -> BinResult   this run, drop touched bins,
 //!                                  (no log read, no commit)           commit batches with a txn
 //! ```
+//! [`workorder::write_order`] stores an order with many input files as a head and shards, and
+//! [`workorder::read_order`] gives a worker its bins' files only.
 //! `optimize::optimize` runs them in one process: `plan::plan`, the shared execute step, and
 //! [`commit::actions`] + [`commit::commit`].
 //!

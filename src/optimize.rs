@@ -197,13 +197,13 @@ fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S
 }
 
 /// Compacts the table at `location` (latest version): [`TableView::load`], the protocol
-/// gate, then [`rewrite`] and [`Rewritten::commit`].
+/// gate, then [`rewrite()`] and [`Rewritten::commit`].
 ///
 /// Must be called on a multi-threaded tokio runtime: the rewrite blocks rayon threads on it.
 ///
 /// # Errors
 /// Everything [`TableView::load`], [`crate::table::ProtocolInfo::check_writable`],
-/// [`rewrite`] and [`Rewritten::commit`] return. On any error nothing is committed and the
+/// [`rewrite()`] and [`Rewritten::commit`] return. On any error nothing is committed and the
 /// files written so far are deleted.
 pub async fn optimize(
     location: impl Into<crate::table::TableLocation>,

@@ -1,7 +1,7 @@
 //! The CPU stage: execute a [`Plan`] on an explicit rayon pool.
 //!
 //! Each bin streams its input files one at a time (read, drop deleted rows, align to the
-//! physical schema) into a [`write::RollingWriter`] that uploads files of about the target
+//! physical schema) into a `write::RollingWriter` that uploads files of about the target
 //! size, so a bin holds one input file and one output file in memory at a time. Bins run in
 //! parallel, one per pool thread. The stage returns one [`BinOutcome`] per bin, ordered by
 //! bin id; it never commits. If any bin fails, every file written by every bin is deleted

@@ -21,7 +21,9 @@
 //! Its `fingerprint` (xxHash64 of the rest, keys sorted) is checked when it is read, so an
 //! altered order is refused, and every [`BinResult`] carries it, so a result is never committed
 //! with another plan. Storage options and credentials reach workers through their own
-//! environment or `--storage-option`.
+//! environment or `--storage-option`. An order with many input files is stored sharded
+//! ([`shard`]: a head and documents of at most [`shard::DEFAULT_FILES_PER_SHARD`] files each);
+//! [`read_order`] reads the head and the shards a worker's bins need.
 //!
 //! # Executing a bin
 //! [`execute`] rebuilds the table from the order ([`TableView::from_description`]: no log is
@@ -145,7 +147,7 @@ pub struct WorkOrder {
     /// The plan: run id, target size, partitions and bins.
     pub plan: Plan,
     /// The input files, in bin order: all of them, or none in the head of a sharded order
-    /// (see [`shard`](crate::workorder::shard)), whose `shards` hold them; an order read for
+    /// (see [`shard`]), whose `shards` hold them; an order read for
     /// some bins ([`read_order`]) holds theirs only.
     pub files: Vec<OrderFile>,
     /// The shard documents holding the files of a sharded order, in file order; empty

@@ -213,8 +213,9 @@ pub async fn write_order(
 
 /// Reads the work order at `location` for the bins `bin_ids` (all when `None`): the head (or
 /// the only document), then the shards that hold those bins' files, each checked against the
-/// head. The order returned holds those bins and their files only (see
-/// [`WorkOrder::assemble`]), and the head's fingerprint.
+/// head. The order returned holds those bins and their files only (re-indexed), and the
+/// head's fingerprint; read for some bins, it executes them but is refused by
+/// [`super::commit`].
 ///
 /// # Errors
 /// [`Error::WorkOrder`] when a document cannot be read or is not valid (see
