@@ -100,12 +100,13 @@ impl WorkOrder {
         let mut head = self.clone();
         head.files = Vec::new();
         let mut shards = Vec::new();
-        for (number, chunk) in self.files.chunks(files_per_shard).enumerate() {
+        for (number, (first, end)) in self.shard_ranges(files_per_shard).into_iter().enumerate() {
+            let chunk = &self.files[first..end];
             let mut shard = ShardDocument {
                 format_version: FORMAT_VERSION,
                 kind: SHARD_KIND.to_string(),
                 run_id: self.plan.run_id.clone(),
-                first_file: number * files_per_shard,
+                first_file: first,
                 files: chunk.to_vec(),
                 fingerprint: String::new(),
             };
@@ -120,6 +121,40 @@ impl WorkOrder {
         }
         head.fingerprint = head.compute_fingerprint()?;
         Ok((head, shards))
+    }
+
+    /// The file ranges `[first, end)` of the shards: consecutive, at most `files_per_shard`
+    /// files each, cut between bins where a bin fits (files are in bin order, so a bin of at
+    /// most `files_per_shard` files lies in one shard), and inside a larger bin every
+    /// `files_per_shard` files.
+    fn shard_ranges(&self, files_per_shard: usize) -> Vec<(usize, usize)> {
+        let total = self.files.len();
+        let mut ranges = Vec::new();
+        let (mut start, mut end) = (0, 0);
+        let bin_ends = self
+            .plan
+            .bins()
+            .filter_map(|b| b.files.iter().max().map(|&i| i + 1))
+            .chain(std::iter::once(total));
+        for bin_end in bin_ends {
+            let bin_end = bin_end.min(total);
+            if bin_end <= end {
+                continue;
+            }
+            if bin_end - start > files_per_shard && end > start {
+                ranges.push((start, end));
+                start = end;
+            }
+            end = bin_end;
+            while end - start > files_per_shard {
+                ranges.push((start, start + files_per_shard));
+                start += files_per_shard;
+            }
+        }
+        if end > start {
+            ranges.push((start, end));
+        }
+        ranges
     }
 
     /// The positions of the files the bins `bin_ids` read.

@@ -1070,17 +1070,20 @@ fn a_sharded_order_gives_each_worker_only_its_bins_files() {
     );
     let bins = bin_ids(&order);
     assert!(bins.len() >= 6, "{bins:?}");
-    // The head holds no file; its shards hold them all, three at most each, in order.
+    // The head holds no file; its shards hold them all, three at most each, in order, cut
+    // between bins: a bin of at most three files reads one shard.
     assert!(
         order
             .get("files")
             .is_none_or(|f| f.as_array().unwrap().is_empty())
     );
     let shards = order["shards"].as_array().unwrap();
-    let num_files: u64 = shards.iter().map(|s| s["files"].as_u64().unwrap()).sum();
-    assert_eq!(shards.len() as u64, num_files.div_ceil(3));
+    let mut next = 0;
     for (number, shard) in shards.iter().enumerate() {
-        assert_eq!(shard["first_file"].as_u64().unwrap(), 3 * number as u64);
+        assert_eq!(shard["first_file"].as_u64().unwrap(), next);
+        let files = shard["files"].as_u64().unwrap();
+        assert!((1..=3).contains(&files), "{shard}");
+        next += files;
         let name = shard["name"].as_str().unwrap();
         assert_eq!(name, format!("plan.files-{number:05}.json"));
         let document: Value =
@@ -1091,6 +1094,22 @@ fn a_sharded_order_gives_each_worker_only_its_bins_files() {
             document["files"].as_array().unwrap().len() as u64,
             shard["files"].as_u64().unwrap()
         );
+    }
+
+    for &bin in &bins {
+        let files = order["plan"]["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["bins"].as_array().unwrap().iter())
+            .find(|b| b["id"] == bin)
+            .unwrap()["files"]
+            .as_array()
+            .unwrap()
+            .len();
+        if files <= 3 {
+            assert_eq!(shards_of_bin(&order, bin).len(), 1, "bin {bin}");
+        }
     }
 
     // A worker that has the head and its bin's shards only executes its bin.
