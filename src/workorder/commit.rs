@@ -271,6 +271,7 @@ pub async fn commit(
     options: &CommitOptions,
 ) -> Result<CommitOutcome> {
     super::check_whole(order)?;
+    check_inputs(order, &storage_options).await?;
     let table = order.table_view(storage_options)?;
     let run_id = order.plan.run_id.clone();
     let mut outcome = CommitOutcome {
@@ -471,6 +472,57 @@ pub async fn commit(
     outcome.bins_committed.sort_unstable();
     outcome.bins_already_committed.sort_unstable();
     Ok(outcome)
+}
+
+/// Checks the order's input files against the table at the plan's version: no file is the
+/// input of two commit units, and each is a file the table held then, with the same size and
+/// deletion vector. An order damaged or forged after its fingerprint was recomputed would
+/// otherwise remove a file twice (its rows written twice) or bring back the rows of a file
+/// removed before the plan.
+///
+/// # Errors
+/// [`Error::WorkOrder`] naming the file; everything [`TableView::load`] returns.
+async fn check_inputs(order: &WorkOrder, storage_options: &StorageOptions) -> Result<()> {
+    let bad = |message: String| Error::WorkOrder {
+        document: format!("the work order of run {}", order.plan.run_id),
+        message,
+    };
+    let mut owner: HashMap<usize, usize> = HashMap::new();
+    for (number, unit) in order.units().iter().enumerate() {
+        for &id in unit {
+            let (_, bin) = order.bin(id).expect("a bin of the plan");
+            for &file in &bin.files {
+                if *owner.entry(file).or_insert(number) != number {
+                    return Err(bad(format!(
+                        "lists input file '{}' in two bins that commit apart; plan again",
+                        order.files[file].add.path
+                    )));
+                }
+            }
+        }
+    }
+    let location = crate::table::TableLocation::new(order.table.uri.clone())
+        .with_storage_options(storage_options.clone());
+    let snapshot = TableView::load(location, Some(order.table.version)).await?;
+    let live: HashMap<&str, &crate::table::DataFile> = snapshot
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f))
+        .collect();
+    for file in &order.files {
+        let add = &file.add;
+        let same = live.get(add.path.as_str()).is_some_and(|f| {
+            i64::try_from(f.size_bytes).is_ok_and(|size| size == add.size)
+                && f.deletion_vector == add.deletion_vector
+        });
+        if !same {
+            return Err(bad(format!(
+                "lists input file '{}', which the table did not hold at version {} with that size and deletion vector; plan again",
+                add.path, order.table.version
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// How often a batch is retried after losing the race for the next version without any of

@@ -108,13 +108,39 @@ pub async fn write_document(
     }
 }
 
+/// Checks, before anything is written, that a document may be written at `location` (see
+/// [`write_document`]), so that a set of documents is written whole or not at all.
+///
+/// # Errors
+/// As [`write_document`].
+pub fn check_writable(location: &str, storage_options: &StorageOptions) -> Result<()> {
+    let shown = crate::table::location::redact_uri(location);
+    let refused = |message: String| {
+        Error::invalid_option(
+            crate::Setting::Output,
+            format!("'{shown}' cannot be written: {message}"),
+        )
+    };
+    match place(location, storage_options, true).map_err(&refused)? {
+        Place::Local(path) => check_document_path(&path).map_err(&refused),
+        Place::Object(..) => Ok(()),
+    }
+}
+
 /// Checks that a local document path can be written: its name ends in `.json`, its directory
-/// exists and is not inside a table's `_delta_log`, and it is a regular file (or a link to
-/// one) when it exists.
+/// exists and is not inside a table's `_delta_log`, and it is a regular file when it exists,
+/// or a link whose target passes the same checks.
 ///
 /// # Errors
 /// What is wrong, for people.
 pub fn check_document_path(path: &Path) -> std::result::Result<(), String> {
+    check_path(path, 0)
+}
+
+fn check_path(path: &Path, links: usize) -> std::result::Result<(), String> {
+    if links > 8 {
+        return Err("it is a chain of more than 8 links".into());
+    }
     if !has_json_name(&path.to_string_lossy()) {
         return Err("a document's name must end in .json".into());
     }
@@ -135,6 +161,26 @@ pub fn check_document_path(path: &Path) -> std::result::Result<(), String> {
         && !meta.is_file()
     {
         return Err("it exists and is not a regular file".into());
+    }
+    // A link is written through: its target must pass the same rules (a link named
+    // `plan.json` must not lead into a `_delta_log` or onto a data file).
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        let target = match path.canonicalize() {
+            Ok(target) => target,
+            Err(_) => {
+                let link = std::fs::read_link(path).map_err(|e| e.to_string())?;
+                parent.join(link)
+            }
+        };
+        if target != path {
+            return check_path(&target, links + 1).map_err(|message| {
+                if links == 0 {
+                    format!("it is a link to '{}', where {message}", target.display())
+                } else {
+                    message
+                }
+            });
+        }
     }
     Ok(())
 }

@@ -226,6 +226,11 @@ pub async fn write_order(
     files_per_shard: usize,
 ) -> Result<WorkOrder> {
     let (head, shards) = order.shard(files_per_shard, location)?;
+    // Every place first: the order is written whole or not at all.
+    for listed in &head.shards {
+        super::document::check_writable(&beside(location, &listed.name), storage_options)?;
+    }
+    super::document::check_writable(location, storage_options)?;
     for (shard, listed) in shards.iter().zip(&head.shards) {
         let text = serde_json::to_string(shard).map_err(|source| Error::Json {
             context: "writing a work order shard".into(),

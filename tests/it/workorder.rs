@@ -1001,6 +1001,43 @@ fn documents_go_only_where_they_cannot_damage_a_table() {
             .success()
     );
     refused(&fifo.display().to_string(), "not a regular file");
+    // A link named like a document whose target is a commit, or a data file.
+    let to_commit = work.path().join("to-commit.json");
+    std::os::unix::fs::symlink(
+        table.path.join("_delta_log/00000000000000000000.json"),
+        &to_commit,
+    )
+    .unwrap();
+    refused(&to_commit.display().to_string(), "_delta_log");
+    let to_data = work.path().join("to-data.json");
+    std::os::unix::fs::symlink(&data_file, &to_data).unwrap();
+    refused(&to_data.display().to_string(), "must end in .json");
+    // A shard name taken by such a link: nothing of the order is written.
+    std::fs::remove_file(&to_commit).unwrap();
+    let shard = work.path().join("sharded.files-00001.json");
+    std::os::unix::fs::symlink(
+        table.path.join("_delta_log/00000000000000000001.json"),
+        &shard,
+    )
+    .unwrap();
+    let output = run(&[
+        "plan",
+        &location,
+        "--target-size",
+        "1MiB",
+        "--shard-files",
+        "2",
+        "--out",
+        work.path().join("sharded.json").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("_delta_log"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!work.path().join("sharded.json").exists());
+    assert!(!work.path().join("sharded.files-00000.json").exists());
     assert_eq!(table.listing(), listing);
     // Through a link, to its target; a file:// URI reads as the path it names.
     let target = work.path().join("target.json");
@@ -1303,4 +1340,85 @@ fn the_plan_optimize_json_prints_is_a_work_order_that_executes_and_commits() {
     .unwrap();
     assert_eq!(optimized["plan"]["kind"], "delta-layout.plan");
     assert_eq!(layout(&location), layout(&copy));
+}
+
+/// The order at `path`, changed by `edit` and fingerprinted again, as someone who forged it
+/// (or a tool that damaged it and recomputed the fingerprint) would leave it.
+fn forge(path: &Path, edit: impl FnOnce(&mut delta_layout::workorder::WorkOrder)) {
+    let mut order: delta_layout::workorder::WorkOrder =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut order);
+    order.fingerprint = order.compute_fingerprint().unwrap();
+    std::fs::write(path, order.to_json().unwrap()).unwrap();
+}
+
+#[test]
+fn commit_checks_the_orders_inputs_against_the_table_at_the_plans_version() {
+    // Orders whose fingerprint was recomputed after a change: a file in two bins would be
+    // removed twice and its rows written twice; a file the table did not hold at the plan's
+    // version would bring rows back.
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    table.double_files();
+    let location = table.location();
+    let before = rows(&location);
+    let log_before = table.log_versions();
+    let work = tempfile::tempdir().unwrap();
+    plan(&location, work.path(), &["--target-size", "4KiB"]);
+    let plan_path = work.path().join("plan.json");
+    let original = std::fs::read_to_string(&plan_path).unwrap();
+    let plan_arg = plan_path.display().to_string();
+    type Edit = Box<dyn FnOnce(&mut delta_layout::workorder::WorkOrder)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "in two bins",
+            Box::new(|order| {
+                // The first bin's first file, also in the last bin.
+                let file = order.plan.partitions[0].bins[0].files[0];
+                let last = order.plan.partitions.last_mut().unwrap();
+                last.bins.last_mut().unwrap().files.push(file);
+            }),
+        ),
+        (
+            "did not hold at version",
+            Box::new(|order| order.files[0].add.size += 1),
+        ),
+        (
+            "did not hold at version",
+            Box::new(|order| {
+                order.files[0].add.path = "part-00000-gone.parquet".into();
+            }),
+        ),
+    ];
+    for (needle, edit) in cases {
+        std::fs::write(&plan_path, &original).unwrap();
+        forge(&plan_path, edit);
+        let output = run(&[
+            "execute",
+            &plan_arg,
+            "--all-bins",
+            "--quiet",
+            "--out",
+            work.path().join("r.json").to_str().unwrap(),
+        ]);
+        let mut commit = vec!["commit", plan_arg.as_str()];
+        let result = work.path().join("r.json").display().to_string();
+        if output.status.success() {
+            commit.push(&result);
+        }
+        let output = run(&commit);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{needle}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(needle),
+            "{needle}: {}",
+            stderr(&output)
+        );
+        assert_eq!(table.log_versions(), log_before, "{needle}");
+        assert_eq!(rows(&location), before, "{needle}");
+        let _ = std::fs::remove_file(work.path().join("r.json"));
+    }
 }
