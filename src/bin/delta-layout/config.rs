@@ -8,7 +8,7 @@ use delta_layout::plan::{DEFAULT_MAX_DELETED_RATIO, PlanOptions};
 use delta_layout::predicate::Predicate;
 use delta_layout::report::ReportOptions;
 
-use crate::args::{ExecutionArgs, OptimizeArgs, PlanningArgs, ReportArgs, SweepArgs};
+use super::args::{ExecutionArgs, OptimizeArgs, PlanningArgs, ReportArgs, SweepArgs};
 
 /// Parses an optional size of `setting`.
 pub fn size(setting: delta_layout::Setting, text: Option<&str>) -> anyhow::Result<Option<u64>> {
@@ -23,7 +23,7 @@ fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
         (None, Some(columns)) => (Curve::Hilbert, columns.clone()),
         (None, None) => {
             if args.cube_size.is_some() {
-                anyhow::bail!(crate::words::bad_flag(
+                anyhow::bail!(super::words::bad_flag(
                     "--cube-size",
                     "only applies with --zorder or --hilbert"
                 ));
@@ -50,7 +50,7 @@ pub fn report_options(args: &ReportArgs) -> anyhow::Result<(ReportOptions, Vec<u
         args.target_size.as_deref(),
     )?;
     if target_file_bytes == Some(0) {
-        anyhow::bail!(crate::words::bad_flag(
+        anyhow::bail!(super::words::bad_flag(
             "--target-size",
             "must be greater than 0"
         ));
@@ -70,7 +70,7 @@ pub fn report_options(args: &ReportArgs) -> anyhow::Result<(ReportOptions, Vec<u
 /// One predicate per line; blank lines and `#` comments skipped. Errors name the line.
 fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usize)>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        crate::words::bad_flag(
+        super::words::bad_flag(
             "--predicates",
             format!("cannot read '{}': {e}", path.display()),
         )
@@ -84,7 +84,7 @@ fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usi
             continue;
         }
         let predicate = Predicate::parse(line).map_err(|e| {
-            crate::words::bad_flag(
+            super::words::bad_flag(
                 "--predicates",
                 format!("{} line {}: {e}", path.display(), n + 1),
             )
@@ -92,7 +92,7 @@ fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usi
         out.push((predicate, n + 1));
     }
     if out.is_empty() {
-        anyhow::bail!(crate::words::bad_flag(
+        anyhow::bail!(super::words::bad_flag(
             "--predicates",
             format!("'{}' holds no predicate", path.display()),
         ));
@@ -130,13 +130,13 @@ pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> 
         args.memory_limit.as_deref(),
     )?;
     if memory_limit == Some(0) {
-        anyhow::bail!(crate::words::bad_flag(
+        anyhow::bail!(super::words::bad_flag(
             "--memory-limit",
             "must be greater than 0"
         ));
     }
     let codec = delta_layout::rewrite::write::Codec::parse(&args.compression)
-        .map_err(|m| crate::words::bad_flag("--compression", m))?;
+        .map_err(|m| super::words::bad_flag("--compression", m))?;
     Ok(OptimizeOptions::default()
         .with_codec(codec)
         .with_plan(plan)
@@ -152,7 +152,7 @@ pub fn execution_options(
     if let Some(dir) = &args.temp_dir
         && !dir.is_dir()
     {
-        return Err(crate::words::bad_flag(
+        return Err(super::words::bad_flag(
             "--temp-dir",
             format!("'{}' is not an existing local directory", dir.display()),
         ));
@@ -174,7 +174,7 @@ pub fn sweep_options(
         let bytes =
             delta_layout::size::parse_size(delta_layout::Setting::TargetSizes, text.trim())?;
         if bytes == 0 {
-            anyhow::bail!(crate::words::bad_flag(
+            anyhow::bail!(super::words::bad_flag(
                 "--target-sizes",
                 "every size must be greater than 0"
             ));
@@ -223,7 +223,7 @@ pub fn sweep_options(
             delta_layout::Setting::MemoryLimit,
             args.memory_limit.as_deref(),
         )? {
-            Some(0) => anyhow::bail!(crate::words::bad_flag(
+            Some(0) => anyhow::bail!(super::words::bad_flag(
                 "--memory-limit",
                 "must be greater than 0"
             )),

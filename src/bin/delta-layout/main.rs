@@ -13,7 +13,6 @@ mod render;
 mod words;
 mod workorders;
 
-use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,23 +22,41 @@ use clap::Parser as _;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
+    run_cli(
+        std::env::args_os(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+        true,
+    )
+}
+
+/// Runs the command line `args` (the program name first) in this process: output to
+/// `stdout`, the one-line error (if any) to `stderr`; `signals`: Ctrl-C and SIGTERM cancel the
+/// run (the binary), or are left to the host (the Python package). Returns the exit code.
+pub fn run_cli(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+    stdout: &mut dyn std::io::Write,
+    stderr: &mut dyn std::io::Write,
+    signals: bool,
+) -> ExitCode {
     log::set_logger(&progress::LOGGER).ok();
     log::set_max_level(log::LevelFilter::Warn);
-    match run() {
+    match run(args, stdout, stderr, signals) {
         Ok(code) => code,
         Err(err) => {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
             // A closed stderr must not turn an error into a panic.
-            let _ = writeln!(
-                std::io::stderr(),
-                "delta-layout: {}",
-                progress::redact(&words::error(&err).unwrap_or_else(|| one_line(&err)))
-            );
+            let _ = writeln!(stderr, "delta-layout: {}", error_line(&err));
             ExitCode::from(exit_code(&err))
         }
     }
+}
+
+/// The error as the command prints it: one line, secrets redacted.
+fn error_line(err: &anyhow::Error) -> String {
+    progress::redact(&words::error(err).unwrap_or_else(|| one_line(err)))
 }
 
 /// Exit code for a failed run: 130 cancelled, 3 a concurrent writer conflicted (nothing was
@@ -118,7 +135,7 @@ fn check_html_path(
     path: &std::path::Path,
     table: &delta_layout::table::TableView,
 ) -> anyhow::Result<()> {
-    let bad = |message: String| crate::words::bad_flag("--html", message);
+    let bad = |message: String| words::bad_flag("--html", message);
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -142,9 +159,8 @@ fn check_html_path(
 }
 
 fn write_html(path: &std::path::Path, page: &str) -> anyhow::Result<()> {
-    std::fs::write(path, page).map_err(|e| {
-        crate::words::bad_flag("--html", format!("cannot write '{}': {e}", path.display()))
-    })
+    std::fs::write(path, page)
+        .map_err(|e| words::bad_flag("--html", format!("cannot write '{}': {e}", path.display())))
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -164,7 +180,7 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
             for value in &list {
                 names.extend(
                     delta_layout::column::split_list(value)
-                        .map_err(|m| crate::words::bad_flag(flag, m))?,
+                        .map_err(|m| words::bad_flag(flag, m))?,
                 );
             }
             *values = Some(names);
@@ -189,12 +205,17 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
     }
 }
 
-fn run() -> anyhow::Result<ExitCode> {
-    let cli = match Cli::try_parse() {
+fn run(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+    stdout: &mut dyn std::io::Write,
+    stderr: &mut dyn std::io::Write,
+    signals: bool,
+) -> anyhow::Result<ExitCode> {
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             // No subcommand: the help, on stderr, as an error.
-            let _ = write!(std::io::stderr(), "{}", e.render());
+            let _ = write!(stderr, "{}", e.render());
             return Ok(ExitCode::from(2));
         }
         Err(e) if e.use_stderr() => {
@@ -207,16 +228,12 @@ fn run() -> anyhow::Result<ExitCode> {
                 }
                 parts.push(line.strip_prefix("error: ").unwrap_or(line));
             }
-            let _ = writeln!(
-                std::io::stderr(),
-                "delta-layout: {} (see --help)",
-                parts.join(" ")
-            );
+            let _ = writeln!(stderr, "delta-layout: {} (see --help)", parts.join(" "));
             return Ok(ExitCode::from(2));
         }
         Err(e) => {
             // --help and --version.
-            e.print()?;
+            write!(stdout, "{}", e.render())?;
             return Ok(ExitCode::SUCCESS);
         }
     };
@@ -229,7 +246,13 @@ fn run() -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let context = Context { runtime, storage };
+    let context = Context {
+        runtime,
+        storage,
+        stdout: std::cell::RefCell::new(stdout),
+        stderr: std::cell::RefCell::new(stderr),
+        signals,
+    };
     match cli.command {
         Command::Plan(args) => run_plan(&context, args),
         Command::Execute(args) => run_execute(&context, args),
@@ -244,13 +267,18 @@ fn run() -> anyhow::Result<ExitCode> {
     }
 }
 
-/// What every command needs: the async runtime and the storage options of `--storage-option`.
-struct Context {
+/// What every command needs: the async runtime, the storage options of `--storage-option`,
+/// where its output goes, and whether it handles Ctrl-C and SIGTERM (not inside a host
+/// process such as Python's, whose signals are its own).
+struct Context<'a> {
     runtime: tokio::runtime::Runtime,
     storage: delta_layout::table::StorageOptions,
+    stdout: std::cell::RefCell<&'a mut dyn std::io::Write>,
+    stderr: std::cell::RefCell<&'a mut dyn std::io::Write>,
+    signals: bool,
 }
 
-impl Context {
+impl Context<'_> {
     /// The runtime, the storage options, and a function giving a location with them.
     fn parts(
         &self,
@@ -269,8 +297,10 @@ impl Context {
 /// The `plan` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_plan(context: &Context, args: args::PlanArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let mut stdout = std::io::stdout().lock();
-    workorders::plan(runtime, &mut stdout, at(&args.table), &args)?;
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
+    let mut err = context.stderr.borrow_mut();
+    workorders::plan(runtime, &mut stdout, &mut **err, at(&args.table), &args)?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -278,9 +308,12 @@ fn run_plan(context: &Context, args: args::PlanArgs) -> anyhow::Result<ExitCode>
 /// The `execute` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_execute(context: &Context, args: args::ExecuteArgs) -> anyhow::Result<ExitCode> {
     let (runtime, storage, _) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     let cancel = Arc::new(AtomicBool::new(false));
-    cancel_on_signal(runtime, cancel.clone());
+    if context.signals {
+        cancel_on_signal(runtime, cancel.clone());
+    }
     workorders::execute(runtime, &mut stdout, storage.clone(), &args, cancel)?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -289,7 +322,8 @@ fn run_execute(context: &Context, args: args::ExecuteArgs) -> anyhow::Result<Exi
 /// The `commit` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_commit(context: &Context, args: args::CommitArgs) -> anyhow::Result<ExitCode> {
     let (runtime, storage, _) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     workorders::commit(runtime, &mut stdout, storage.clone(), &args)?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -298,7 +332,8 @@ fn run_commit(context: &Context, args: args::CommitArgs) -> anyhow::Result<ExitC
 /// The `inspect` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_inspect(context: &Context, args: args::InspectArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     let target = config::size(
         delta_layout::Setting::TargetFileSize,
         args.target_size.as_deref(),
@@ -321,7 +356,8 @@ fn run_inspect(context: &Context, args: args::InspectArgs) -> anyhow::Result<Exi
 /// The `report` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     let (options, lines) = config::report_options(&args)?;
     let table = runtime.block_on(delta_layout::table::TableView::load(
         at(&args.table),
@@ -333,7 +369,7 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
     // Each predicate must fit the table: name its line when it does not.
     for (predicate, line) in options.predicates.iter().zip(&lines) {
         delta_layout::pruning::Pruner::new(&table, predicate).map_err(|e| {
-            crate::words::bad_flag(
+            words::bad_flag(
                 "--predicates",
                 format!(
                     "{} line {line}: {e}",
@@ -390,7 +426,8 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
 /// The `vacuum` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_vacuum(context: &Context, args: args::VacuumArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     let table = runtime.block_on(delta_layout::table::TableView::load(at(&args.table), None))?;
     let options = delta_layout::vacuum::VacuumOptions::default()
         .with_retain_hours(args.retain)
@@ -409,7 +446,8 @@ fn run_vacuum(context: &Context, args: args::VacuumArgs) -> anyhow::Result<ExitC
 /// The `sweep` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_sweep(context: &Context, args: args::SweepArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     let table = runtime.block_on(delta_layout::table::TableView::load(at(&args.table), None))?;
     let mut options = config::sweep_options(&args, table.clustering_columns.as_deref())?;
     if let Some(path) = &args.html {
@@ -417,7 +455,9 @@ fn run_sweep(context: &Context, args: args::SweepArgs) -> anyhow::Result<ExitCod
     }
     drop(table);
     let cancel = Arc::new(AtomicBool::new(false));
-    cancel_on_signal(runtime, cancel.clone());
+    if context.signals {
+        cancel_on_signal(runtime, cancel.clone());
+    }
     options.cancel = cancel;
     if !args.quiet && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         log::set_max_level(log::LevelFilter::Info);
@@ -444,7 +484,8 @@ fn run_sweep(context: &Context, args: args::SweepArgs) -> anyhow::Result<ExitCod
 /// The `history` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_history(context: &Context, args: args::HistoryArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     let history = runtime.block_on(delta_layout::history::history(
         at(&args.table),
         args.limit.map(std::num::NonZeroUsize::get),
@@ -462,7 +503,8 @@ fn run_history(context: &Context, args: args::HistoryArgs) -> anyhow::Result<Exi
 /// The `verify` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_verify(context: &Context, args: args::VerifyArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     let (a, b) = runtime.block_on(async {
         let a = delta_layout::table::TableView::load(at(&args.table), args.version).await?;
         let b = delta_layout::table::TableView::load(at(&args.table), Some(args.compare))
@@ -494,14 +536,17 @@ fn run_verify(context: &Context, args: args::VerifyArgs) -> anyhow::Result<ExitC
 /// The `optimize` command: parses nothing more, runs it, prints its output; the exit code.
 fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let mut stdout = std::io::stdout().lock();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
     let json = args.json;
     let quiet = args.quiet;
     let report_columns = args.columns.clone();
     let with_report = !args.no_report && !args.dry_run;
     let location = args.table.clone();
     let cancel = Arc::new(AtomicBool::new(false));
-    cancel_on_signal(runtime, cancel.clone());
+    if context.signals {
+        cancel_on_signal(runtime, cancel.clone());
+    }
     let options = config::optimize_options(args)?.with_cancel(cancel.clone());
     // Columns of the report are checked before anything is written: a typo must not
     // follow a committed rewrite with only a warning.
@@ -509,9 +554,9 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
         let table = runtime.block_on(delta_layout::table::TableView::load(at(&location), None))?;
         for column in columns {
             let path = delta_layout::column::parse_path(column)
-                .map_err(|m| crate::words::bad_flag("--columns", m))?;
+                .map_err(|m| words::bad_flag("--columns", m))?;
             delta_layout::pruning::ColumnRef::resolve(&table, &path)
-                .map_err(|e| crate::words::bad_flag("--columns", e.to_string()))?;
+                .map_err(|e| words::bad_flag("--columns", e.to_string()))?;
         }
     }
     let progress: Arc<dyn delta_layout::progress::Progress> = progress::BarProgress::new(quiet);

@@ -581,7 +581,7 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
 
 /// Text summary of a work order (`plan`), for standard error.
 pub fn work_order(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     o: &delta_layout::workorder::WorkOrder,
     files: usize,
 ) -> io::Result<()> {

@@ -10,13 +10,14 @@ use delta_layout::optimize::OptimizeOptions;
 use delta_layout::table::{StorageOptions, TableLocation};
 use delta_layout::workorder::{self, CommitOptions, ResultDocument};
 
-use crate::args::{CommitArgs, ExecuteArgs, PlanArgs};
-use crate::{config, progress, render};
+use super::args::{CommitArgs, ExecuteArgs, PlanArgs};
+use super::{config, progress, render};
 
-/// `plan`: the work order to `--out` (with a summary on standard error) or standard output.
+/// `plan`: the work order to `--out` (with a summary on `stderr`) or `stdout`.
 pub fn plan(
     runtime: &tokio::runtime::Runtime,
     stdout: &mut impl Write,
+    stderr: &mut dyn Write,
     location: TableLocation,
     args: &PlanArgs,
 ) -> anyhow::Result<()> {
@@ -38,7 +39,7 @@ pub fn plan(
                 &storage,
                 args.shard_files,
             ))?;
-            render::work_order(&mut std::io::stderr(), &written, order.files.len())?;
+            render::work_order(stderr, &written, order.files.len())?;
         }
         // One document: shards need a place beside the head.
         None => writeln!(stdout, "{}", order.to_json()?)?,
@@ -68,7 +69,7 @@ pub fn execute(
                     .is_ok_and(|a| Path::new(b).canonicalize().is_ok_and(|b| a == b))
         };
         if same(out, &args.plan) {
-            anyhow::bail!(crate::words::bad_flag(
+            anyhow::bail!(super::words::bad_flag(
                 "--out",
                 format!("'{out}' is the work order itself")
             ));
@@ -135,6 +136,6 @@ fn check_out(out: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     workorder::check_document_path(Path::new(out)).map_err(|message| {
-        crate::words::bad_flag("--out", format!("'{out}' cannot be written: {message}"))
+        super::words::bad_flag("--out", format!("'{out}' cannot be written: {message}"))
     })
 }

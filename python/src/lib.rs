@@ -1,0 +1,127 @@
+//! `delta_layout._native`: the command line of `delta-layout`, run inside the Python process,
+//! and the work-order document store. The Python package (`python/delta_layout/`) builds its
+//! functions on these; every call releases the GIL while Rust works.
+//!
+//! The command line is the binary's own code (`src/bin/delta-layout/`), compiled in here, so
+//! the package and the CLI take the same options and print the same documents and messages.
+
+#[path = "../../src/bin/delta-layout/main.rs"]
+#[expect(dead_code, reason = "the binary's `main` is not called here")]
+mod cli;
+
+use pyo3::prelude::*;
+
+/// Runs the command line `argv` (without the program name) in this process, with its output
+/// captured: returns `(exit_code, stdout, stderr)`. Ctrl-C and SIGTERM stay Python's.
+#[pyfunction]
+fn run(py: Python<'_>, argv: Vec<String>) -> (u8, String, String) {
+    py.detach(|| {
+        let mut stdout: Vec<u8> = Vec::new();
+        let mut stderr: Vec<u8> = Vec::new();
+        let args = std::iter::once("delta-layout".to_string())
+            .chain(argv)
+            .map(std::ffi::OsString::from);
+        let code = cli::run_cli(args, &mut stdout, &mut stderr, false);
+        (
+            exit_code(code),
+            String::from_utf8_lossy(&stdout).into_owned(),
+            String::from_utf8_lossy(&stderr).into_owned(),
+        )
+    })
+}
+
+/// Runs the command line `argv` (without the program name) as the `delta-layout` binary
+/// would: output to the process's standard output and error, Ctrl-C and SIGTERM cancel the
+/// run. Returns the exit code (`python -m delta_layout`).
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| {
+        let args = std::iter::once("delta-layout".to_string())
+            .chain(argv)
+            .map(std::ffi::OsString::from);
+        exit_code(cli::run_cli(
+            args,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr(),
+            true,
+        ))
+    })
+}
+
+/// Reads the document (a work order, its shard, or results) at `location`, a local path or an
+/// object URI reached with `storage_options`. Raises `OSError` with the CLI's message.
+#[pyfunction]
+#[pyo3(signature = (location, storage_options=None))]
+fn read_document(
+    py: Python<'_>,
+    location: String,
+    storage_options: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<String> {
+    let storage = storage(storage_options)?;
+    py.detach(|| {
+        runtime()?
+            .block_on(delta_layout::workorder::read_document(
+                &location, &storage, "document",
+            ))
+            .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+    })
+}
+
+/// Writes `text` as the document at `location` (a local path or an object URI reached with
+/// `storage_options`), under the rules of the CLI's `--out` (a `.json` name, never in a
+/// `_delta_log`). Raises `ValueError` with the CLI's message.
+#[pyfunction]
+#[pyo3(signature = (location, text, storage_options=None))]
+fn write_document(
+    py: Python<'_>,
+    location: String,
+    text: String,
+    storage_options: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<()> {
+    let storage = storage(storage_options)?;
+    py.detach(|| {
+        runtime()?
+            .block_on(delta_layout::workorder::write_document(
+                &location, &storage, &text,
+            ))
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    })
+}
+
+fn storage(
+    options: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<delta_layout::table::StorageOptions> {
+    let mut storage = delta_layout::table::StorageOptions::new();
+    for (key, value) in options.unwrap_or_default() {
+        storage = storage.with(key, value);
+    }
+    Ok(storage)
+}
+
+fn runtime() -> PyResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+}
+
+/// `ExitCode` has no accessor: the codes the command returns, read back through its `Debug`
+/// form is fragile, so the command line's codes are mapped here.
+fn exit_code(code: std::process::ExitCode) -> u8 {
+    // `ExitCode` implements `PartialEq`; the CLI returns 0, 1, 2, 3 or 130.
+    [0u8, 1, 2, 3, 130]
+        .into_iter()
+        .find(|&c| std::process::ExitCode::from(c) == code)
+        .unwrap_or(2)
+}
+
+/// The module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_function(wrap_pyfunction!(read_document, m)?)?;
+    m.add_function(wrap_pyfunction!(write_document, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

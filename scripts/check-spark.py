@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""The Spark driver (`delta_layout.spark.optimize`) on a real Spark in local mode.
+
+    scripts/check-spark.py BINARY
+
+Needs the package installed (`pip install .`), `pyspark`, `deltalake` (delta-rs, to write and
+read tables) and Java 17. Spark runs as `local[2,4]`: two executor threads, each task tried
+up to 4 times. Checks:
+* the Spark run's table equals a CLI `optimize` of a copy (every file's stats and rows);
+* a task that fails once after writing its files (injected) is retried: the same rows,
+  nothing duplicated, no file of the failed attempt left;
+* the driver killed between two commit batches and run again (same work_dir) finishes
+  without applying any batch twice (one txn per batch number) and without executing again;
+* an append committed while the bins run lands, and every appended row is there.
+Prints one line per check; exits 1 if any failed.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+
+FAILED = []
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def check(name, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
+    if not ok:
+        FAILED.append(name)
+
+
+def rows(path):
+    table = DeltaTable(path).to_pyarrow_table()
+    return Counter(tuple(sorted(r.items())) for r in table.to_pylist())
+
+
+def layout(path):
+    """Every data file: its stats from the log and its rows as a multiset."""
+    out = Counter()
+    for add in pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist():
+        data = pq.read_table(os.path.join(path, add["path"])).to_pylist()
+        content = tuple(sorted(Counter(tuple(sorted(r.items())) for r in data).items()))
+        stats = {k: v for k, v in add.items()
+                 if k not in ("path", "modification_time", "data_change", "size_bytes")}
+        out[(json.dumps(stats, sort_keys=True, default=str), content)] += 1
+    return out
+
+
+def make_table(path, appends=24):
+    for i in range(appends):
+        ids = list(range(i * 20, i * 20 + 20))
+        write_deltalake(path, pa.table({
+            "id": pa.array(ids, pa.int64()),
+            "x": pa.array([(v * 7919) % 1000 for v in ids], pa.int64()),
+            "p": pa.array([f"k{v % 3}" for v in ids]),
+        }), mode="append", partition_by=["p"])
+
+
+def commits(path):
+    """Every commit file's actions, by version."""
+    log = os.path.join(path, "_delta_log")
+    out = {}
+    for name in sorted(os.listdir(log)):
+        if name.endswith(".json") and name[:-5].isdigit():
+            with open(os.path.join(log, name)) as f:
+                out[int(name[:-5])] = [json.loads(line) for line in f if line.strip()]
+    return out
+
+
+def data_files(path):
+    out = set()
+    for root, _, files in os.walk(path):
+        if "_delta_log" in root or "_delta_layout" in root:
+            continue
+        out |= {os.path.relpath(os.path.join(root, f), path) for f in files if f.endswith(".parquet")}
+    return out
+
+
+def live_files(path):
+    return {a["path"] for a in pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()}
+
+
+# A driver run in its own process (so it can be killed): args table, work_dir, die_after.
+DRIVER = textwrap.dedent("""
+    import json, os, sys
+    from pyspark.sql import SparkSession
+    from delta_layout import spark as dls
+    table, work_dir, die_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    spark = (SparkSession.builder.master("local[2,4]").appName("driver")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    def after_batch(number, outcome):
+        if number == die_after:
+            os._exit(17)
+    summary = dls.optimize(spark, table, work_dir=work_dir, batch_size=2, target_size="4KiB",
+                           _after_batch=after_batch)
+    print(json.dumps(summary))
+""")
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1])
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from delta_layout import spark as dls
+
+    spark = (SparkSession.builder.master("local[2,4]").appName("check-spark")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    work = tempfile.mkdtemp(prefix="check-spark-")
+    try:
+        source = f"{work}/source"
+        make_table(source)
+        before = rows(source)
+
+        # The Spark run equals the CLI's optimize of a copy.
+        a, b = shutil.copytree(source, f"{work}/a"), shutil.copytree(source, f"{work}/b")
+        summary = dls.optimize(spark, a, zorder="id,x", target_size="4KiB", batch_size=2,
+                               work_dir=f"{work}/run-a")
+        subprocess.run([binary, "optimize", b, "--zorder", "id,x", "--target-size", "4KiB",
+                        "--quiet", "--no-report"], check=True, capture_output=True)
+        check("the Spark run commits every bin, in batches of 2",
+              sorted(summary["bins_committed"]) == sorted(range(summary["bins"]))
+              and len(summary["versions"]) == (summary["bins"] + 1) // 2, json.dumps(summary))
+        check("the Spark run keeps the rows (delta-rs)", rows(a) == before)
+        check("the Spark run's files equal the CLI's (stats and rows of each)", layout(a) == layout(b))
+        ours = {f for f in data_files(a) if summary["run_id"] in f}
+        check("no file of the run is left that the log does not name", ours and ours <= live_files(a),
+              sorted(ours - live_files(a))[:4])
+        again = dls.optimize(spark, a, work_dir=f"{work}/run-a")
+        check("running the driver again with the same work_dir applies nothing twice",
+              again["versions"] == [] and again["bins_executed"] == 0
+              and sorted(again["bins_already_committed"]) == sorted(range(summary["bins"]))
+              and rows(a) == before, json.dumps(again))
+
+        # A task that fails once, after writing its files, is retried.
+        c = shutil.copytree(source, f"{work}/c")
+        marker = f"{work}/failed-once"
+
+        def fail_once(bin_id, attempt):
+            if bin_id == 1 and attempt == 0:
+                open(marker, "w").close()
+                raise RuntimeError("injected failure after writing bin 1")
+
+        summary = dls.optimize(spark, c, target_size="4KiB", work_dir=f"{work}/run-c",
+                               _task_hook=fail_once)
+        stray = {f for f in data_files(c) - live_files(c) if summary["run_id"] in f}
+        check("a task failing once is retried: the same rows, no duplicate",
+              os.path.exists(marker) and rows(c) == before
+              and sorted(summary["bins_committed"]) == sorted(range(summary["bins"])),
+              json.dumps(summary))
+        check("the failed attempt's files are deleted", not stray and summary["files_deleted"] >= 1,
+              f"{sorted(stray)[:4]} {summary['files_deleted']}")
+
+        # The driver dies between two commit batches; run again, it finishes.
+        d = shutil.copytree(source, f"{work}/d")
+        v0 = DeltaTable(d).version()
+        script = f"{work}/driver.py"
+        with open(script, "w") as f:
+            f.write(DRIVER)
+        env = dict(os.environ)
+        died = subprocess.run([sys.executable, script, d, f"{work}/run-d", "0"], capture_output=True,
+                              text=True, env=env, timeout=600)
+        v1 = DeltaTable(d).version()
+        check("the driver killed after its first batch committed one batch",
+              died.returncode == 17 and v1 == v0 + 1, f"exit {died.returncode}, {v0} -> {v1}: {died.stderr[-800:]}")
+        rerun = subprocess.run([sys.executable, script, d, f"{work}/run-d", "-1"], capture_output=True,
+                               text=True, env=env, timeout=600)
+        finished = json.loads(rerun.stdout.strip().splitlines()[-1]) if rerun.returncode == 0 else {}
+        log = commits(d)
+        txns = [a["txn"]["version"] for v in range(v0 + 1, max(log) + 1) for a in log[v] if "txn" in a]
+        bins = finished.get("bins", 0)
+        check("the driver run again finishes without executing or applying anything twice",
+              rerun.returncode == 0 and finished["bins_executed"] == 0
+              and txns == list(range((bins + 1) // 2)) and rows(d) == before
+              and len(finished["bins_already_committed"]) == 2,
+              f"exit {rerun.returncode} {txns} {json.dumps(finished)[:400]} {rerun.stderr[-600:]}")
+
+        # An append while the bins run lands.
+        e = shutil.copytree(source, f"{work}/e")
+        appended = pa.table({"id": pa.array([10_000, 10_001], pa.int64()),
+                             "x": pa.array([1, 2], pa.int64()), "p": pa.array(["k0", "k1"])})
+        append_marker = f"{work}/appended"
+
+        def append_once(bin_id, attempt):
+            try:
+                fd = os.open(append_marker, os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                return
+            os.close(fd)
+            write_deltalake(e, appended, mode="append", partition_by=["p"])
+
+        summary = dls.optimize(spark, e, target_size="4KiB", work_dir=f"{work}/run-e",
+                               _task_hook=append_once)
+        expected = before + Counter(tuple(sorted(r.items())) for r in appended.to_pylist())
+        check("an append during the Spark run lands; the run commits beside it",
+              rows(e) == expected and sorted(summary["bins_committed"]) == sorted(range(summary["bins"])),
+              json.dumps(summary)[:300])
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"spark: {len(FAILED)} failed")
+    sys.exit(1 if FAILED else 0)
+
+
+if __name__ == "__main__":
+    main()
