@@ -161,6 +161,33 @@ def main():
         except dl.DeltaLayoutError as error:
             check("an unknown bin raises, naming it", "9999" in str(error), str(error))
 
+        # Secrets of every call are redacted, not only the first call's.
+        messages = []
+        for secret in ("FIRSTsecretVALUE", "SECONDsecretVALUE"):
+            try:
+                dl.report(f"{work}/{secret}", storage_options={"AWS_SECRET_ACCESS_KEY": secret})
+            except dl.DeltaLayoutError as error:
+                messages.append(str(error))
+        check("secrets of every call are redacted from its messages",
+              len(messages) == 2 and all("secretVALUE" not in m and "redacted" in m for m in messages),
+              messages)
+        # A document that is not a regular file is refused (never read whole, never waited on).
+        try:
+            dl.Plan.load("/dev/null")
+            check("a device as a work order is refused", False, "no error")
+        except dl.DeltaLayoutError as error:
+            check("a device as a work order is refused", "not a regular file" in str(error), str(error))
+        # A Plan runs only the order it holds: a later plan to its place is refused.
+        h = copy(source, f"{work}/h")
+        first = dl.plan(h, target_size="4KiB", out=f"{work}/h-plan.json")
+        dl.plan(h, target_size="4KiB", out=f"{work}/h-plan.json")
+        try:
+            dl.execute(first, first.bin_ids[:1])
+            check("a plan whose document was replaced is refused", False, "no error")
+        except dl.DeltaLayoutError as error:
+            check("a plan whose document was replaced is refused", "no longer this plan" in str(error),
+                  str(error))
+
         # The GIL is released: a Python thread counts while Rust optimizes.
         f = copy(source, f"{work}/f")
         count, done = [0], threading.Event()

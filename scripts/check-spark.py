@@ -142,6 +142,15 @@ def main():
               and sorted(again["bins_already_committed"]) == sorted(range(summary["bins"]))
               and rows(a) == before, json.dumps(again))
 
+        # A work_dir holding another table's order is refused, before anything runs.
+        try:
+            dls.optimize(spark, b, work_dir=f"{work}/run-a")
+            check("a work_dir of another table is refused", False, "no error")
+        except Exception as error:  # noqa: BLE001 - the type is checked below
+            import delta_layout as dl
+            check("a work_dir of another table is refused",
+                  isinstance(error, dl.DeltaLayoutError) and "not '" in str(error), repr(error))
+
         # A task that fails once, after writing its files, is retried.
         c = shutil.copytree(source, f"{work}/c")
         marker = f"{work}/failed-once"

@@ -89,7 +89,7 @@ def _storage(storage_options: Mapping[str, str] | None) -> list[str]:
 
 def _run(argv: list[str], storage_options: Mapping[str, str] | None, ok: Sequence[int] = (0,)) -> tuple[int, str]:
     """Runs the command line; returns (exit code, standard output) or raises."""
-    code, out, err = _native.run(_storage(storage_options) + argv)
+    code, out, err = _native.run(_storage(storage_options) + [str(a) for a in argv])
     if code in ok:
         return code, out
     message = err.strip().splitlines()[-1] if err.strip() else f"exit code {code}"
@@ -99,6 +99,14 @@ def _run(argv: list[str], storage_options: Mapping[str, str] | None, ok: Sequenc
     if code == 130:
         raise CancelledError(message, code)
     raise DeltaLayoutError(message, code)
+
+
+def _document(text: str) -> dict:
+    """The ``--json`` document the command printed (``help=True`` prints help instead)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise DeltaLayoutError(f"the command printed no JSON document: {text[:200]!r}") from None
 
 
 def _columns(value: str | Sequence[str] | None) -> list[str] | None:
@@ -133,7 +141,8 @@ def optimize(
     argv = ["optimize", table_uri, "--json", "--quiet"] + _flags(
         {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "target_size": target_size,
          "where": where, "memory_limit": memory_limit, "dry_run": dry_run, **options})
-    return json.loads(_run(argv, storage_options)[1])
+    argv[1] = os.fspath(table_uri)
+    return _document(_run(argv, storage_options)[1])
 
 
 def report(
@@ -153,7 +162,8 @@ def report(
     """
     argv = ["report", table_uri, "--json"] + _flags(
         {"columns": _columns(columns), "version": version, "compare": compare, **options})
-    return json.loads(_run(argv, storage_options)[1])
+    argv[1] = os.fspath(table_uri)
+    return _document(_run(argv, storage_options)[1])
 
 
 def verify(
@@ -172,7 +182,8 @@ def verify(
     """
     argv = ["verify", table_uri, "--json", "--quiet"] + _flags(
         {"compare": compare, "version": version, "unique": _columns(unique)})
-    return json.loads(_run(argv, storage_options, ok=(0, 1))[1])
+    argv[1] = os.fspath(table_uri)
+    return _document(_run(argv, storage_options, ok=(0, 1))[1])
 
 
 @dataclass
@@ -336,6 +347,7 @@ def plan(
         {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "target_size": target_size,
          "where": where, "memory_limit": memory_limit, "task_size": task_size, "out": out,
          **options})
+    argv[1] = os.fspath(table_uri)
     text = _run(argv, storage_options)[1]
     if out is None:
         return Plan.from_json(text)
@@ -345,13 +357,28 @@ def plan(
 class _Located:
     """A local location for a plan held in memory (a temporary file), removed on exit."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, storage_options: Mapping[str, str] | None = None) -> None:
         self.plan = plan
+        self.storage_options = storage_options
         self.directory: str | None = None
 
     def __enter__(self) -> str:
         if self.plan.location is not None:
+            # The document stored there must still be this plan (a later plan to the same
+            # place replaces it).
+            try:
+                stored = json.loads(_native.read_document(self.plan.location, dict(self.storage_options or {})))
+            except (OSError, ValueError) as e:
+                raise DeltaLayoutError(str(e)) from None
+            if stored.get("fingerprint") != self.plan.fingerprint:
+                raise DeltaLayoutError(
+                    f"work order '{self.plan.location}' is no longer this plan (run {self.plan.run_id}): "
+                    f"it holds run {stored.get('plan', {}).get('run_id')}; plan again")
             return self.plan.location
+        if self.plan.order.get("shards"):
+            raise DeltaLayoutError(
+                "this plan is the head of a sharded work order and has no location: load it "
+                "with Plan.load(location), where its shards are")
         self.directory = tempfile.mkdtemp(prefix="delta-layout-")
         path = os.path.join(self.directory, "plan.json")
         with open(path, "w") as f:
@@ -379,8 +406,10 @@ def execute(
 
     Raises :class:`DeltaLayoutError` (an unknown bin, a changed input file, ...).
     """
+    if isinstance(bin_ids, (str, bytes, int)):
+        raise TypeError("bin_ids must be a list of bin ids, such as [3] or plan.bin_ids")
     ids = [str(int(b)) for b in bin_ids]
-    with _Located(plan) as location:
+    with _Located(plan, storage_options) as location:
         argv = ["execute", location, "--quiet"] + _flags({"bin": ids, "threads": threads, **options})
         text = _run(argv, storage_options)[1]
     if out is not None:
@@ -413,8 +442,8 @@ def commit(
         path = os.path.join(directory, "results.json")
         with open(path, "w") as f:
             f.write(BinResult.document(results))
-        with _Located(plan) as location:
+        with _Located(plan, storage_options) as location:
             argv = ["commit", location, path, "--json"] + _flags({"batch_size": batch_size})
-            return json.loads(_run(argv, storage_options)[1])
+            return _document(_run(argv, storage_options)[1])
     finally:
         shutil.rmtree(directory, ignore_errors=True)

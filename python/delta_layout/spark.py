@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
+import sys
 import uuid
 from typing import Any, Callable, Iterator, Mapping, Optional
 
@@ -63,6 +65,14 @@ def _conf_storage_options(spark: Any) -> dict:
         except Exception:
             return {}
     return {k[len(CONF_PREFIX):]: v for k, v in pairs if k.startswith(CONF_PREFIX)}
+
+
+def _table_url(uri: str) -> str:
+    """A table location as a URL without a trailing slash, for comparing (a local path as
+    its absolute ``file://`` URL)."""
+    if "://" not in uri:
+        uri = pathlib.Path(uri).resolve().as_uri()
+    return uri.rstrip("/")
 
 
 def _read_if_present(location: str, storage_options: Mapping[str, str]) -> Optional[str]:
@@ -103,10 +113,11 @@ def optimize(
     ``target_size``, ``where``, ``task_size``, ``memory_limit``, ...).
 
     ``work_dir`` (a local path every executor can read, or an object URI; by default
-    :func:`default_work_dir`) holds the order and the results; run again with the same
-    ``work_dir`` to finish a run whose driver died.
+    :func:`default_work_dir`, printed on standard error at the start) holds the order and the
+    results; run again with the same ``work_dir`` to finish a run whose driver died: the
+    stored order is used (its options, not the ones given; another table is refused).
 
-    Returns ``run_id``, ``work_dir``, ``bins``, ``bins_executed`` (this call),
+    Returns ``run_id``, ``table``, ``work_dir``, ``bins``, ``bins_executed`` (this call),
     ``versions`` (committed by this call), ``bins_committed``, ``bins_already_committed``,
     ``bins_dropped``, ``files_deleted``.
 
@@ -121,11 +132,17 @@ def optimize(
     plan_location = f"{work_dir}/plan.json"
     text = _read_if_present(plan_location, storage)
     if text is not None:
-        # A run whose driver died: its order, not a new plan.
+        # A run whose driver died: its order, not a new plan; it must be of this table.
         plan = dl.Plan.from_json(text, plan_location)
+        if _table_url(plan.table_uri) != _table_url(table_uri):
+            raise dl.DeltaLayoutError(
+                f"work_dir '{work_dir}' holds the work order of run {plan.run_id} on table "
+                f"'{plan.table_uri}', not '{table_uri}': give another work_dir")
     else:
         plan = dl.plan(table_uri, out=plan_location, storage_options=storage, **options)
 
+    # Where to find the run again if this driver dies.
+    print(f"delta-layout: run {plan.run_id}, work_dir {work_dir}", file=sys.stderr, flush=True)
     results: dict[int, list] = {}
     pending = []
     for bin_id in plan.bin_ids:
@@ -166,7 +183,7 @@ def optimize(
         for row in rows:
             results[row["bin_id"]] = dl.BinResult.parse_document(row["results"])
 
-    summary: dict = {"run_id": plan.run_id, "work_dir": work_dir, "bins": len(plan.bin_ids),
+    summary: dict = {"run_id": plan.run_id, "table": plan.table_uri, "work_dir": work_dir, "bins": len(plan.bin_ids),
                      "bins_executed": len(pending), "versions": [], "bins_committed": [],
                      "bins_already_committed": [], "bins_dropped": [], "files_deleted": 0}
     units = plan.units()
@@ -190,8 +207,6 @@ def optimize(
 
 def _main() -> None:  # pragma: no cover - a convenience for spark-submit
     """``spark-submit -m delta_layout.spark TABLE '{"zorder": "a,b"}'``."""
-    import sys
-
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.getOrCreate()

@@ -63,7 +63,7 @@ fn read_document(
             .block_on(delta_layout::workorder::read_document(
                 &location, &storage, "document",
             ))
-            .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+            .map_err(|e| pyo3::exceptions::PyOSError::new_err(redact(&e, &storage)))
     })
 }
 
@@ -84,7 +84,7 @@ fn write_document(
             .block_on(delta_layout::workorder::write_document(
                 &location, &storage, &text,
             ))
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(redact(&e, &storage)))
     })
 }
 
@@ -96,6 +96,11 @@ fn storage(
         storage = storage.with(key, value);
     }
     Ok(storage)
+}
+
+/// The error's message without the secrets of `storage` (nor URL signatures).
+fn redact(error: &delta_layout::Error, storage: &delta_layout::table::StorageOptions) -> String {
+    delta_layout::table::location::redact_secrets(&error.to_string(), storage)
 }
 
 fn runtime() -> PyResult<tokio::runtime::Runtime> {

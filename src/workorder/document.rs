@@ -27,7 +27,8 @@ enum Place {
 /// errors (`work order`).
 ///
 /// # Errors
-/// [`Error::WorkOrder`] naming the document when it cannot be read or its URI is not usable;
+/// [`Error::WorkOrder`] naming the document when it cannot be read, is not a regular file
+/// (a local device or FIFO) or its URI is not usable;
 /// [`Error::NoTable`] for an unsupported scheme or a bad storage setting.
 pub async fn read_document(
     location: &str,
@@ -40,7 +41,16 @@ pub async fn read_document(
         message: format!("cannot be read: {message}"),
     };
     match place(location, storage_options, false).map_err(&unreadable)? {
-        Place::Local(path) => std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string())),
+        Place::Local(path) => {
+            // Never a device or a FIFO: /dev/zero would fill memory, a FIFO block forever.
+            match std::fs::metadata(&path) {
+                Ok(meta) if !meta.is_file() => {
+                    return Err(unreadable("it is not a regular file".into()));
+                }
+                _ => {}
+            }
+            std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))
+        }
         Place::Object(store, path) => {
             let bytes = async { store.get(&path).await?.bytes().await }
                 .await

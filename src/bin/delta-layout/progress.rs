@@ -177,17 +177,33 @@ impl Drop for BarProgress {
     }
 }
 
-/// The storage options of this run, whose secret values [`redact`] removes.
-static STORAGE_OPTIONS: std::sync::OnceLock<delta_layout::table::StorageOptions> =
-    std::sync::OnceLock::new();
+/// The storage options of every run of this process, whose secret values [`redact`] removes
+/// (a host process, such as Python's, runs many commands with different credentials).
+static STORAGE_OPTIONS: std::sync::Mutex<Vec<delta_layout::table::StorageOptions>> =
+    std::sync::Mutex::new(Vec::new());
 
-/// Records the run's storage options for [`redact`] (once; later calls are ignored).
+/// Records a run's storage options for [`redact`]; every set recorded stays redacted.
 pub fn set_storage_options(options: delta_layout::table::StorageOptions) {
-    let _ = STORAGE_OPTIONS.set(options);
+    let mut all = STORAGE_OPTIONS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !all.contains(&options) {
+        all.push(options);
+    }
 }
 
-/// `text` without secrets (see `delta_layout::table::location::redact_secrets`).
+/// `text` without secrets (see `delta_layout::table::location::redact_secrets`), of every
+/// run's storage options.
 pub fn redact(text: &str) -> String {
-    let empty = delta_layout::table::StorageOptions::new();
-    delta_layout::table::location::redact_secrets(text, STORAGE_OPTIONS.get().unwrap_or(&empty))
+    let all = STORAGE_OPTIONS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut text = delta_layout::table::location::redact_secrets(
+        text,
+        &delta_layout::table::StorageOptions::new(),
+    );
+    for options in all.iter() {
+        text = delta_layout::table::location::redact_secrets(&text, options);
+    }
+    text
 }
