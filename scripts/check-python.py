@@ -22,13 +22,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections import Counter
 
-import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 import pyarrow as pa
 
 import delta_layout as dl
+from delta_tables import layout, make_table, rows
 
 FAILED = []
 
@@ -37,38 +36,6 @@ def check(name, ok, detail=""):
     print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
     if not ok:
         FAILED.append(name)
-
-
-def rows(path):
-    """The table's rows as a multiset (delta-rs)."""
-    table = DeltaTable(path).to_pyarrow_table()
-    return Counter(tuple(sorted(r.items())) for r in table.to_pylist())
-
-
-def layout(path):
-    """Every data file: its stats as delta-rs reads them from the log (partition values,
-    records, bounds, null counts) and its rows as a multiset."""
-    dt = DeltaTable(path)
-    out = Counter()
-    for add in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
-        data = pq.read_table(os.path.join(path, add["path"])).to_pylist()
-        content = tuple(sorted(Counter(tuple(sorted(r.items())) for r in data).items()))
-        stats = {k: v for k, v in add.items()
-                 if k not in ("path", "modification_time", "data_change", "size_bytes")}
-        out[(json.dumps(stats, sort_keys=True, default=str), content)] += 1
-    return out
-
-
-def make_table(path, appends=24):
-    """A delta-rs table partitioned by p: `appends` small appends."""
-    for i in range(appends):
-        ids = list(range(i * 20, i * 20 + 20))
-        write_deltalake(path, pa.table({
-            "id": pa.array(ids, pa.int64()),
-            "x": pa.array([(v * 7919) % 1000 for v in ids], pa.int64()),
-            "s": pa.array([f"s{v % 13}" for v in ids]),
-            "p": pa.array([f"k{v % 3}" for v in ids]),
-        }), mode="append", partition_by=["p"])
 
 
 def copy(src, dst):

@@ -24,8 +24,9 @@ import textwrap
 from collections import Counter
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
+
+from delta_tables import layout, make_table, rows
 
 FAILED = []
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,33 +36,6 @@ def check(name, ok, detail=""):
     print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
     if not ok:
         FAILED.append(name)
-
-
-def rows(path):
-    table = DeltaTable(path).to_pyarrow_table()
-    return Counter(tuple(sorted(r.items())) for r in table.to_pylist())
-
-
-def layout(path):
-    """Every data file: its stats from the log and its rows as a multiset."""
-    out = Counter()
-    for add in pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist():
-        data = pq.read_table(os.path.join(path, add["path"])).to_pylist()
-        content = tuple(sorted(Counter(tuple(sorted(r.items())) for r in data).items()))
-        stats = {k: v for k, v in add.items()
-                 if k not in ("path", "modification_time", "data_change", "size_bytes")}
-        out[(json.dumps(stats, sort_keys=True, default=str), content)] += 1
-    return out
-
-
-def make_table(path, appends=24):
-    for i in range(appends):
-        ids = list(range(i * 20, i * 20 + 20))
-        write_deltalake(path, pa.table({
-            "id": pa.array(ids, pa.int64()),
-            "x": pa.array([(v * 7919) % 1000 for v in ids], pa.int64()),
-            "p": pa.array([f"k{v % 3}" for v in ids]),
-        }), mode="append", partition_by=["p"])
 
 
 def commits(path):
@@ -119,7 +93,7 @@ def main():
     work = tempfile.mkdtemp(prefix="check-spark-")
     try:
         source = f"{work}/source"
-        make_table(source)
+        make_table(source, strings=False)
         before = rows(source)
 
         # The Spark run equals the CLI's optimize of a copy.
