@@ -72,13 +72,7 @@ pub async fn write_document(
     storage_options: &StorageOptions,
     text: &str,
 ) -> Result<()> {
-    let shown = crate::table::location::redact_uri(location);
-    let refused = |message: String| {
-        Error::invalid_option(
-            crate::Setting::Output,
-            format!("'{shown}' cannot be written: {message}"),
-        )
-    };
+    let refused = refusal(location);
     match place(location, storage_options, true).map_err(&refused)? {
         Place::Local(path) => {
             check_document_path(&path).map_err(&refused)?;
@@ -124,16 +118,21 @@ pub async fn write_document(
 /// # Errors
 /// As [`write_document`].
 pub fn check_writable(location: &str, storage_options: &StorageOptions) -> Result<()> {
+    let refused = refusal(location);
+    match place(location, storage_options, true).map_err(&refused)? {
+        Place::Local(path) => check_document_path(&path).map_err(&refused),
+        Place::Object(..) => Ok(()),
+    }
+}
+
+/// The error refusing a document at `location` (redacted), for `message`.
+fn refusal(location: &str) -> impl Fn(String) -> Error {
     let shown = crate::table::location::redact_uri(location);
-    let refused = |message: String| {
+    move |message| {
         Error::invalid_option(
             crate::Setting::Output,
             format!("'{shown}' cannot be written: {message}"),
         )
-    };
-    match place(location, storage_options, true).map_err(&refused)? {
-        Place::Local(path) => check_document_path(&path).map_err(&refused),
-        Place::Object(..) => Ok(()),
     }
 }
 

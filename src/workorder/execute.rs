@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::{BinResult, WorkOrder, describe_ids};
+use super::{BinResult, WorkOrder};
 use crate::error::{Error, Result};
 use crate::optimize::OptimizeOptions;
 use crate::plan::Plan;
@@ -32,7 +32,6 @@ pub async fn execute(
     progress: Arc<dyn Progress>,
 ) -> Result<Vec<BinResult>> {
     super::check_assembled(order)?;
-    let plan_ids: BTreeSet<usize> = order.bin_ids().into_iter().collect();
     if bin_ids.is_empty() {
         return Err(Error::WorkOrder {
             document: format!("the work order of run {}", order.plan.run_id),
@@ -40,15 +39,7 @@ pub async fn execute(
         });
     }
     let wanted: BTreeSet<usize> = bin_ids.iter().copied().collect();
-    if let Some(unknown) = wanted.iter().find(|id| !plan_ids.contains(id)) {
-        return Err(Error::WorkOrder {
-            document: format!("the work order of run {}", order.plan.run_id),
-            message: format!(
-                "has no bin {unknown} (its bins: {})",
-                describe_ids(&plan_ids.iter().copied().collect::<Vec<_>>())
-            ),
-        });
-    }
+    order.check_bins(&wanted)?;
     let codec = crate::rewrite::write::Codec::parse(&order.settings.codec).map_err(|m| {
         Error::WorkOrder {
             document: format!("the work order of run {}", order.plan.run_id),

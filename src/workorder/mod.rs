@@ -292,6 +292,24 @@ impl WorkOrder {
         units
     }
 
+    /// Checks that every id of `wanted` is a bin of the plan.
+    ///
+    /// # Errors
+    /// [`Error::WorkOrder`] naming the first unknown id and the plan's bins.
+    pub fn check_bins(&self, wanted: &BTreeSet<usize>) -> Result<()> {
+        let plan_ids: BTreeSet<usize> = self.plan.bins().map(|b| b.id).collect();
+        match wanted.iter().find(|id| !plan_ids.contains(id)) {
+            None => Ok(()),
+            Some(unknown) => Err(Error::WorkOrder {
+                document: format!("the work order of run {}", self.plan.run_id),
+                message: format!(
+                    "has no bin {unknown} (its bins: {})",
+                    describe_ids(&plan_ids.iter().copied().collect::<Vec<_>>())
+                ),
+            }),
+        }
+    }
+
     /// Every bin id of the plan, in plan order.
     #[must_use]
     pub fn bin_ids(&self) -> Vec<usize> {

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::{FORMAT_VERSION, OrderFile, WorkOrder, describe_ids, digest, parse_document};
+use super::{FORMAT_VERSION, OrderFile, WorkOrder, digest, parse_document};
 use crate::error::{Error, Result};
 use crate::table::StorageOptions;
 
@@ -270,16 +270,7 @@ pub async fn read_order(
     let order = WorkOrder::from_json(&text, location)?;
     let wanted: Option<BTreeSet<usize>> = bin_ids.map(|ids| ids.iter().copied().collect());
     if let Some(wanted) = &wanted {
-        let plan_ids: BTreeSet<usize> = order.plan.bins().map(|b| b.id).collect();
-        if let Some(unknown) = wanted.iter().find(|id| !plan_ids.contains(id)) {
-            return Err(Error::WorkOrder {
-                document: format!("the work order of run {}", order.plan.run_id),
-                message: format!(
-                    "has no bin {unknown} (its bins: {})",
-                    describe_ids(&plan_ids.iter().copied().collect::<Vec<_>>())
-                ),
-            });
-        }
+        order.check_bins(wanted)?;
     }
     if order.shards.is_empty() {
         return Ok(order);
