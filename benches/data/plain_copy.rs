@@ -1,6 +1,6 @@
 //! The physical limit of any rewrite, for `scripts/bench.sh`: reads every live row of a
 //! table with the library's reader and writes them back unsorted into Parquet files of the
-//! target size, with the same writer settings as `optimize` (snappy, row groups of a quarter
+//! target size, with the same writer settings as `optimize` (its default codec, zstd:1; row groups of a quarter
 //! of the target, at least 1 MiB), in parallel over groups of input files of about the
 //! target size. No stats, no sort, no commit.
 //! `plain-copy TABLE OUT_DIR TARGET_BYTES` (build with `--features tpch`).
@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use delta_layout::rewrite::read::FileReader;
+use delta_layout::rewrite::write::Codec;
 use delta_layout::table::TableView;
 use deltalake::parquet::arrow::ArrowWriter;
-use deltalake::parquet::basic::Compression;
 use deltalake::parquet::file::properties::WriterProperties;
 use rayon::prelude::*;
 
@@ -44,7 +44,7 @@ fn main() {
     }
     let row_group_bytes = (target / 4).clamp(1 << 20, 128 << 20);
     let properties = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
+        .set_compression(Codec::default().parquet())
         .set_max_row_group_row_count(Some(1 << 20))
         .set_max_row_group_bytes(Some(usize::try_from(row_group_bytes).unwrap()))
         .build();

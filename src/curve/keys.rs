@@ -26,12 +26,31 @@
 //! binary search over the cuts and the numbers grow with the cuts, hence `a < b` implies
 //! `bucket(a) <= bucket(b)`, and each top bit of a bucket number splits the rows about in
 //! half, which is what lets the curve's cells hold equal shares of rows.
+//!
+//! # Lookup
+//! The cuts are kept in the row format (they travel in work orders that way), and are also
+//! decoded once into native values: integers, decimals up to 128 bits, dates, times,
+//! timestamps, durations and booleans as `i128`; floats as the `i64` of IEEE 754's total order
+//! (after the normalization above, so it is the row format's order); strings and binary as
+//! bytes. Values of those types are looked up by binary search over the native cuts, with no
+//! row-format conversion; other types (`Decimal256`, `Float16`, fixed-size binary, ...) go
+//! through the row format. Both paths give the same bucket for every value (tested).
 
 use std::sync::Arc;
 
-use deltalake::arrow::array::{Array, ArrayRef, AsArray, Float32Array, Float64Array, UInt32Array};
+use deltalake::arrow::array::{
+    Array, ArrayRef, ArrowPrimitiveType, AsArray, Float32Array, Float64Array, PrimitiveArray,
+    UInt32Array,
+};
 use deltalake::arrow::compute::SortOptions;
-use deltalake::arrow::datatypes::{DataType, Float32Type, Float64Type};
+use deltalake::arrow::datatypes::{
+    DataType, Date32Type, Date64Type, Decimal32Type, Decimal64Type, Decimal128Type,
+    DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType, DurationSecondType,
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, Time32MillisecondType,
+    Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
 use deltalake::arrow::row::{OwnedRow, RowConverter, SortField};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
@@ -99,6 +118,7 @@ pub(crate) fn normalize(array: &ArrayRef) -> ArrayRef {
 /// row format so it holds no reference to the batches it saw.
 pub struct Reservoir {
     converter: RowConverter,
+    data_type: DataType,
     capacity: usize,
     seen: u64,
     rng: StdRng,
@@ -114,6 +134,7 @@ impl Reservoir {
     pub fn new(data_type: &DataType, capacity: usize, seed: u64) -> Result<Self> {
         Ok(Self {
             converter: converter(data_type)?,
+            data_type: data_type.clone(),
             capacity: capacity.max(1),
             seen: 0,
             rng: StdRng::seed_from_u64(seed),
@@ -231,12 +252,7 @@ impl Reservoir {
             (1, cuts, numbers)
         };
         (
-            ColumnBuckets {
-                converter: self.converter,
-                below,
-                cuts,
-                numbers,
-            },
+            ColumnBuckets::new(self.converter, self.data_type, below, cuts, numbers),
             self.values,
         )
     }
@@ -259,15 +275,219 @@ pub struct BucketCuts {
 /// The bucket boundaries of one column; maps values to buckets.
 pub struct ColumnBuckets {
     converter: RowConverter,
+    /// The column's Arrow type (as read), of the cuts and of the values looked up.
+    data_type: DataType,
     /// Bucket of values below the first cut.
     below: u32,
     /// Cut points, ascending and distinct.
     cuts: Vec<OwnedRow>,
     /// Bucket of values at or above each cut (and below the next), parallel to `cuts`.
     numbers: Vec<u32>,
+    /// The cuts as native values, where the type has a native lookup.
+    native: NativeCuts,
+}
+
+/// Cut points decoded to native values that compare as their row-format bytes do.
+enum NativeCuts {
+    /// Integers, decimals, dates, times, timestamps, durations, booleans.
+    Integer(Vec<i128>),
+    /// Floats, as [`float_key`] of the value widened to `f64`.
+    Float(Vec<i64>),
+    /// Strings and binary, compared byte-wise (shorter prefix first).
+    Bytes(Vec<Box<[u8]>>),
+    /// No native lookup: compare in the row format.
+    Rows,
+}
+
+/// The order key of a float: IEEE 754's total order as a signed integer, after the
+/// normalization of [`normalize`] (`-0.0` to `0.0`, every NaN to one positive NaN, above
+/// `+inf`). `f32` values are widened to `f64` first, exactly and in order.
+fn float_key(v: f64) -> i64 {
+    let v = if v.is_nan() {
+        f64::NAN
+    } else if v == 0.0 {
+        0.0
+    } else {
+        v
+    };
+    let bits = i64::from_ne_bytes(v.to_bits().to_ne_bytes());
+    // Negative floats order backwards by their bits: flip all but the sign bit.
+    bits ^ (((bits >> 63) as u64 >> 1) as i64)
+}
+
+/// Calls `$body!(array type, native to key)` for the array's type when it has an integer
+/// lookup; evaluates to `None` for other types.
+macro_rules! integer_types {
+    ($data_type:expr, $apply:ident) => {
+        match $data_type {
+            DataType::Int8 => Some($apply!(Int8Type, i128::from)),
+            DataType::Int16 => Some($apply!(Int16Type, i128::from)),
+            DataType::Int32 => Some($apply!(Int32Type, i128::from)),
+            DataType::Int64 => Some($apply!(Int64Type, i128::from)),
+            DataType::UInt8 => Some($apply!(UInt8Type, i128::from)),
+            DataType::UInt16 => Some($apply!(UInt16Type, i128::from)),
+            DataType::UInt32 => Some($apply!(UInt32Type, i128::from)),
+            DataType::UInt64 => Some($apply!(UInt64Type, i128::from)),
+            DataType::Date32 => Some($apply!(Date32Type, i128::from)),
+            DataType::Date64 => Some($apply!(Date64Type, i128::from)),
+            DataType::Decimal32(_, _) => Some($apply!(Decimal32Type, i128::from)),
+            DataType::Decimal64(_, _) => Some($apply!(Decimal64Type, i128::from)),
+            DataType::Decimal128(_, _) => Some($apply!(Decimal128Type, i128::from)),
+            DataType::Time32(TimeUnit::Second) => Some($apply!(Time32SecondType, i128::from)),
+            DataType::Time32(TimeUnit::Millisecond) => {
+                Some($apply!(Time32MillisecondType, i128::from))
+            }
+            DataType::Time64(TimeUnit::Microsecond) => {
+                Some($apply!(Time64MicrosecondType, i128::from))
+            }
+            DataType::Time64(TimeUnit::Nanosecond) => {
+                Some($apply!(Time64NanosecondType, i128::from))
+            }
+            DataType::Timestamp(TimeUnit::Second, _) => {
+                Some($apply!(TimestampSecondType, i128::from))
+            }
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                Some($apply!(TimestampMillisecondType, i128::from))
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                Some($apply!(TimestampMicrosecondType, i128::from))
+            }
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                Some($apply!(TimestampNanosecondType, i128::from))
+            }
+            DataType::Duration(TimeUnit::Second) => Some($apply!(DurationSecondType, i128::from)),
+            DataType::Duration(TimeUnit::Millisecond) => {
+                Some($apply!(DurationMillisecondType, i128::from))
+            }
+            DataType::Duration(TimeUnit::Microsecond) => {
+                Some($apply!(DurationMicrosecondType, i128::from))
+            }
+            DataType::Duration(TimeUnit::Nanosecond) => {
+                Some($apply!(DurationNanosecondType, i128::from))
+            }
+            _ => None,
+        }
+    };
+}
+
+/// Each value of a primitive array through `key`, `None` for null.
+fn primitive_keys<T: ArrowPrimitiveType, K>(
+    array: &dyn Array,
+    key: impl Fn(T::Native) -> K,
+) -> Vec<Option<K>> {
+    let array: &PrimitiveArray<T> = array.as_primitive::<T>();
+    (0..array.len())
+        .map(|i| array.is_valid(i).then(|| key(array.value(i))))
+        .collect()
+}
+
+/// Each value of a string or binary array as bytes, `None` for null; `None` for other types.
+fn byte_values(array: &dyn Array) -> Option<Vec<Option<&[u8]>>> {
+    fn collect<'a>(len: usize, valid: impl Fn(usize) -> bool, value: impl Fn(usize) -> &'a [u8])
+    -> Vec<Option<&'a [u8]>> {
+        (0..len).map(|i| valid(i).then(|| value(i))).collect()
+    }
+    let len = array.len();
+    let valid = |i| array.is_valid(i);
+    Some(match array.data_type() {
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            collect(len, valid, |i| a.value(i).as_bytes())
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            collect(len, valid, |i| a.value(i).as_bytes())
+        }
+        DataType::Utf8View => {
+            let a = array.as_string_view();
+            collect(len, valid, |i| a.value(i).as_bytes())
+        }
+        DataType::Binary => {
+            let a = array.as_binary::<i32>();
+            collect(len, valid, |i| a.value(i))
+        }
+        DataType::LargeBinary => {
+            let a = array.as_binary::<i64>();
+            collect(len, valid, |i| a.value(i))
+        }
+        DataType::BinaryView => {
+            let a = array.as_binary_view();
+            collect(len, valid, |i| a.value(i))
+        }
+        _ => return None,
+    })
+}
+
+impl NativeCuts {
+    /// The native form of `cuts` (row format of `data_type`), or [`NativeCuts::Rows`].
+    fn decode(converter: &RowConverter, data_type: &DataType, cuts: &[OwnedRow]) -> Self {
+        let Ok(arrays) = converter.convert_rows(cuts.iter().map(OwnedRow::row)) else {
+            return Self::Rows;
+        };
+        let Some(array) = arrays.first() else {
+            return Self::Rows;
+        };
+        if array.null_count() > 0 || array.data_type() != data_type {
+            return Self::Rows;
+        }
+        let array = array.as_ref();
+        macro_rules! integers {
+            ($t:ty, $key:expr) => {
+                primitive_keys::<$t, i128>(array, $key)
+            };
+        }
+        let flat = |keys: Vec<Option<i128>>| keys.into_iter().flatten().collect::<Vec<_>>();
+        if let Some(keys) = integer_types!(data_type, integers) {
+            return Self::Integer(flat(keys));
+        }
+        match data_type {
+            DataType::Boolean => Self::Integer(
+                array
+                    .as_boolean()
+                    .iter()
+                    .flatten()
+                    .map(i128::from)
+                    .collect(),
+            ),
+            DataType::Float32 => Self::Float(
+                primitive_keys::<Float32Type, i64>(array, |v| float_key(f64::from(v)))
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+            ),
+            DataType::Float64 => Self::Float(
+                primitive_keys::<Float64Type, i64>(array, float_key)
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+            ),
+            _ => match byte_values(array) {
+                Some(values) => Self::Bytes(values.into_iter().flatten().map(Box::from).collect()),
+                None => Self::Rows,
+            },
+        }
+    }
 }
 
 impl ColumnBuckets {
+    fn new(
+        converter: RowConverter,
+        data_type: DataType,
+        below: u32,
+        cuts: Vec<OwnedRow>,
+        numbers: Vec<u32>,
+    ) -> Self {
+        let native = NativeCuts::decode(&converter, &data_type, &cuts);
+        Self {
+            converter,
+            data_type,
+            below,
+            cuts,
+            numbers,
+            native,
+        }
+    }
+
     /// Number of buckets in use, the null bucket included.
     #[must_use]
     pub fn num_buckets(&self) -> usize {
@@ -331,12 +551,13 @@ impl ColumnBuckets {
             }
             rows.push(row);
         }
-        Ok(Self {
+        Ok(Self::new(
             converter,
-            below: cuts.below,
-            cuts: rows,
-            numbers: cuts.numbers.clone(),
-        })
+            data_type.clone(),
+            cuts.below,
+            rows,
+            cuts.numbers.clone(),
+        ))
     }
 
     /// The bucket of one value in row format (`None` for null).
@@ -354,6 +575,73 @@ impl ColumnBuckets {
     /// # Errors
     /// [`Error::Arrow`] if the array is not of the column's type.
     pub fn buckets(&self, array: &ArrayRef) -> Result<Vec<u32>> {
+        if array.data_type() == &self.data_type
+            && let Some(buckets) = self.native_buckets(array.as_ref())
+        {
+            return Ok(buckets);
+        }
+        self.row_buckets(array)
+    }
+
+    /// [`ColumnBuckets::buckets`] by binary search over the native cuts; `None` where the
+    /// column has none.
+    fn native_buckets(&self, array: &dyn Array) -> Option<Vec<u32>> {
+        fn search<K: Ord>(
+            buckets: &ColumnBuckets,
+            cuts: &[K],
+            values: impl Iterator<Item = Option<K>>,
+        ) -> Vec<u32> {
+            values
+                .map(|value| {
+                    value.map_or(0, |v| {
+                        buckets.number_at(cuts.partition_point(|cut| *cut <= v))
+                    })
+                })
+                .collect()
+        }
+        macro_rules! integers {
+            ($t:ty, $key:expr) => {{
+                let a = array.as_primitive::<$t>();
+                (0..a.len()).map(move |i| a.is_valid(i).then(|| ($key)(a.value(i))))
+            }};
+        }
+        match &self.native {
+            NativeCuts::Integer(cuts) => {
+                macro_rules! lookup {
+                    ($t:ty, $key:expr) => {
+                        search(self, cuts, integers!($t, $key))
+                    };
+                }
+                integer_types!(&self.data_type, lookup).or_else(|| {
+                    matches!(self.data_type, DataType::Boolean)
+                        .then(|| search(self, cuts, array.as_boolean().iter().map(|v| v.map(i128::from))))
+                })
+            }
+            NativeCuts::Float(cuts) => match self.data_type {
+                DataType::Float32 => Some(search(
+                    self,
+                    cuts,
+                    integers!(Float32Type, |v: f32| float_key(f64::from(v))),
+                )),
+                DataType::Float64 => Some(search(self, cuts, integers!(Float64Type, float_key))),
+                _ => None,
+            },
+            NativeCuts::Bytes(cuts) => byte_values(array).map(|values| {
+                values
+                    .into_iter()
+                    .map(|value| {
+                        value.map_or(0, |v| {
+                            self.number_at(cuts.partition_point(|cut| cut.as_ref() <= v))
+                        })
+                    })
+                    .collect()
+            }),
+            NativeCuts::Rows => None,
+        }
+    }
+
+    /// [`ColumnBuckets::buckets`] through the row format.
+    fn row_buckets(&self, array: &ArrayRef) -> Result<Vec<u32>> {
         let normalized = normalize(array);
         let rows = self
             .converter
@@ -515,6 +803,111 @@ mod tests {
             ),
             8,
         );
+    }
+
+    /// The native lookup gives every value the bucket the row-format lookup gives, for each
+    /// type that has one, with cuts from a sample and cuts read back from a work order.
+    #[test]
+    fn native_lookup_equals_the_row_format_lookup() {
+        use deltalake::arrow::array::{
+            BinaryViewArray, BooleanArray, Date32Array, Decimal128Array, DurationNanosecondArray,
+            Float32Array, Int8Array, Int64Array, LargeStringArray, StringViewArray,
+            Time64MicrosecondArray, TimestampMicrosecondArray, UInt64Array,
+        };
+        let mut rng = StdRng::seed_from_u64(11);
+        let n = 4_000;
+        let mut ints: Vec<Option<i64>> = Vec::new();
+        for i in 0..n {
+            ints.push((i % 13 != 0).then(|| match i % 7 {
+                0 => i64::MIN,
+                1 => i64::MAX,
+                _ => rng.random_range(-5_000..5_000),
+            }));
+        }
+        let float = |i: usize, rng: &mut StdRng| match i % 11 {
+            0 => f64::NAN,
+            1 => -f64::NAN,
+            2 => f64::INFINITY,
+            3 => f64::NEG_INFINITY,
+            4 => -0.0,
+            5 => 0.0,
+            6 => f64::MIN_POSITIVE / 4.0,
+            _ => rng.random_range(-1e3..1e3),
+        };
+        let floats: Vec<Option<f64>> = (0..n)
+            .map(|i| (i % 17 != 0).then(|| float(i, &mut rng)))
+            .collect();
+        let strings: Vec<Option<String>> = (0..n)
+            .map(|i| {
+                (i % 19 != 0).then(|| {
+                    let len = rng.random_range(0..4);
+                    (0..len)
+                        .map(|_| ['a', 'b', '\u{e9}', '\0'][rng.random_range(0..4)])
+                        .collect()
+                })
+            })
+            .collect();
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(ints.clone())),
+            Arc::new(Int8Array::from(
+                ints.iter().map(|v| v.map(|x| x as i8)).collect::<Vec<_>>(),
+            )),
+            Arc::new(UInt64Array::from(
+                ints.iter().map(|v| v.map(|x| x as u64)).collect::<Vec<_>>(),
+            )),
+            Arc::new(Date32Array::from(
+                ints.iter().map(|v| v.map(|x| x as i32)).collect::<Vec<_>>(),
+            )),
+            Arc::new(TimestampMicrosecondArray::from(ints.clone()).with_timezone("UTC")),
+            Arc::new(Time64MicrosecondArray::from(
+                ints.iter().map(|v| v.map(|x| x & i64::MAX)).collect::<Vec<_>>(),
+            )),
+            Arc::new(DurationNanosecondArray::from(ints.clone())),
+            Arc::new(
+                Decimal128Array::from(
+                    ints.iter()
+                        .map(|v| v.map(|x| i128::from(x) * 10_000_000_000_007))
+                        .collect::<Vec<_>>(),
+                )
+                .with_precision_and_scale(38, 3)
+                .unwrap(),
+            ),
+            Arc::new(Float64Array::from(floats.clone())),
+            Arc::new(Float32Array::from(
+                floats.iter().map(|v| v.map(|x| x as f32)).collect::<Vec<_>>(),
+            )),
+            Arc::new(BooleanArray::from(
+                ints.iter().map(|v| v.map(|x| x > 0)).collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(strings.clone())),
+            Arc::new(LargeStringArray::from(strings.clone())),
+            Arc::new(StringViewArray::from(strings.clone())),
+            Arc::new(BinaryViewArray::from_iter(
+                strings.iter().map(|s| s.as_ref().map(String::as_bytes)),
+            )),
+        ];
+        for array in arrays {
+            for bits in [3, 8, 16] {
+                // Sample half the rows, so the other half holds values between and beyond
+                // the cuts.
+                let mut reservoir = Reservoir::new(array.data_type(), 500, 5).unwrap();
+                reservoir.add(&array.slice(0, n / 2)).unwrap();
+                let sampled = reservoir.into_buckets(bits);
+                let read_back =
+                    ColumnBuckets::from_cuts(array.data_type(), &sampled.to_cuts()).unwrap();
+                for buckets in [&sampled, &read_back] {
+                    assert!(
+                        !matches!(buckets.native, NativeCuts::Rows),
+                        "{} has a native lookup",
+                        array.data_type()
+                    );
+                    let native = buckets.native_buckets(array.as_ref()).unwrap();
+                    let rows = buckets.row_buckets(&array).unwrap();
+                    assert_eq!(native, rows, "{} with {bits} bits", array.data_type());
+                    assert_eq!(buckets.buckets(&array).unwrap(), rows);
+                }
+            }
+        }
     }
 
     #[test]

@@ -110,7 +110,9 @@ impl Codec {
         }
     }
 
-    fn parquet(self) -> Compression {
+    /// The codec as the `parquet` crate's writer setting.
+    #[must_use]
+    pub fn parquet(self) -> Compression {
         use deltalake::parquet::basic::{GzipLevel, ZstdLevel};
         match self {
             Codec::Snappy => Compression::SNAPPY,
