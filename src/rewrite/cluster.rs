@@ -52,6 +52,10 @@ use crate::table::TableView;
 
 mod spill;
 
+/// Rows gathered from the in-memory batches per call: each call costs a fixed amount per
+/// source batch (type and null checks), so it is amortized over more rows than a write takes.
+const GATHER_ROWS: usize = 4 * READ_ROWS_PER_WRITE;
+
 /// Seed of the reservoirs: the same input gives the same layout.
 pub const SAMPLE_SEED: u64 = 0x00de_17a1_a70c;
 
@@ -539,14 +543,35 @@ fn write_indexed_range(
         out.cancel,
     )?;
     let sources: Vec<&RecordBatch> = batches.iter().collect();
-    for chunk in rows.chunks(READ_ROWS_PER_WRITE) {
-        let indices: Vec<(usize, usize)> = chunk
-            .iter()
-            .map(|&(_, b, r)| (b as usize, r as usize))
-            .collect();
-        let batch = interleave_record_batch(&sources, &indices)
-            .map_err(|e| Error::arrow("gathering a range", e))?;
-        out.write(&batch)?;
+    // Gathering is random access over every batch; a window of chunks is gathered in
+    // parallel (so a range keeps idle cores busy when there are fewer ranges than cores),
+    // then written in order. Each gather call pays a fixed cost per source batch, so chunks
+    // are larger than the writes.
+    let window = GATHER_ROWS * rayon::current_num_threads().max(1) * 2;
+    let cancel = out.cancel;
+    for rows in rows.chunks(window) {
+        let gathered = rows
+            .par_chunks(GATHER_ROWS)
+            .map(|chunk| {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Cancelled);
+                }
+                let indices: Vec<(usize, usize)> = chunk
+                    .iter()
+                    .map(|&(_, b, r)| (b as usize, r as usize))
+                    .collect();
+                interleave_record_batch(&sources, &indices)
+                    .map_err(|e| Error::arrow("gathering a range", e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for batch in gathered {
+            let mut offset = 0;
+            while offset < batch.num_rows() {
+                let length = READ_ROWS_PER_WRITE.min(batch.num_rows() - offset);
+                out.write(&batch.slice(offset, length))?;
+                offset += length;
+            }
+        }
     }
     out.writer.finish()
 }
