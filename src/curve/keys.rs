@@ -291,6 +291,10 @@ pub struct ColumnBuckets {
 enum NativeCuts {
     /// Integers, decimals, dates, times, timestamps, durations, booleans.
     Integer(Vec<i128>),
+    /// [`NativeCuts::Integer`] whose cuts all lie in `(i64::MIN, i64::MAX]`: values are
+    /// saturated to `i64`, which keeps every comparison with such a cut, and the search
+    /// touches half the memory.
+    Integer64(Vec<i64>),
     /// Floats, as [`float_key`] of the value widened to `f64`.
     Float(Vec<i64>),
     /// Strings and binary, compared byte-wise (shorter prefix first).
@@ -438,7 +442,12 @@ impl NativeCuts {
         }
         let flat = |keys: Vec<Option<i128>>| keys.into_iter().flatten().collect::<Vec<_>>();
         if let Some(keys) = integer_types!(data_type, integers) {
-            return Self::Integer(flat(keys));
+            let cuts = flat(keys);
+            let narrow = cuts
+                .iter()
+                .map(|&c| i64::try_from(c).ok().filter(|&c| c > i64::MIN))
+                .collect::<Option<Vec<i64>>>();
+            return narrow.map_or(Self::Integer(cuts), Self::Integer64);
         }
         match data_type {
             DataType::Boolean => Self::Integer(
@@ -615,6 +624,21 @@ impl ColumnBuckets {
                 integer_types!(&self.data_type, lookup).or_else(|| {
                     matches!(self.data_type, DataType::Boolean)
                         .then(|| search(self, cuts, array.as_boolean().iter().map(|v| v.map(i128::from))))
+                })
+            }
+            NativeCuts::Integer64(cuts) => {
+                let saturate = |v: i128| {
+                    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+                };
+                macro_rules! lookup {
+                    ($t:ty, $key:expr) => {
+                        search(self, cuts, integers!($t, |v| saturate(($key)(v))))
+                    };
+                }
+                integer_types!(&self.data_type, lookup).or_else(|| {
+                    matches!(self.data_type, DataType::Boolean).then(|| {
+                        search(self, cuts, array.as_boolean().iter().map(|v| v.map(i64::from)))
+                    })
                 })
             }
             NativeCuts::Float(cuts) => match self.data_type {
@@ -886,6 +910,7 @@ mod tests {
                 strings.iter().map(|s| s.as_ref().map(String::as_bytes)),
             )),
         ];
+        let (mut wide, mut narrow) = (0, 0);
         for array in arrays {
             for bits in [3, 8, 16] {
                 // Sample half the rows, so the other half holds values between and beyond
@@ -901,6 +926,8 @@ mod tests {
                         "{} has a native lookup",
                         array.data_type()
                     );
+                    wide += usize::from(matches!(buckets.native, NativeCuts::Integer(_)));
+                    narrow += usize::from(matches!(buckets.native, NativeCuts::Integer64(_)));
                     let native = buckets.native_buckets(array.as_ref()).unwrap();
                     let rows = buckets.row_buckets(&array).unwrap();
                     assert_eq!(native, rows, "{} with {bits} bits", array.data_type());
@@ -908,6 +935,8 @@ mod tests {
                 }
             }
         }
+        // Both integer lookups ran: cuts beyond i64 (the decimals), and saturated values.
+        assert!(wide > 0 && narrow > 0, "{wide} wide, {narrow} narrow");
     }
 
     #[test]
