@@ -2,7 +2,7 @@
 # Benchmark: delta-layout against delta-rs' optimize (the `deltalake` Python package, in a
 # virtual environment this script creates with pip) and against the plain-copy limit (read
 # every file, write files of the target size, no sort, no commit), on the same machine in
-# the same run. Each contender runs on a fresh copy of the same table, in alternating order,
+# the same run, with CPU seconds (user + system) beside the wall time. Each contender runs on a fresh copy of the same table, in alternating order,
 # ROUNDS times; the median wall time and peak RSS (/usr/bin/time -v) are kept, with files,
 # bytes and rows before and after (rows must match) and the skipping quality of the result
 # from `delta-layout report` (overlap depth and share of files skipped by 1% ranges on each
@@ -79,7 +79,8 @@ else:
 PY
     ;;
   esac
-  local wall rss
+  local wall rss cpu
+  cpu=$(awk -F': ' '/User time|System time/ {s+=$2} END {print s}' "$work/time")
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$work/time")
   rss=$(awk -F: '/Maximum resident/ {print int($2/1024)}' "$work/time")
   local report="{}"
@@ -97,16 +98,16 @@ r=json.load(sys.stdin)['after']['columns']
 print(json.dumps({k:[v['overlap_depth_avg'],v['range']['skipped_files_fraction_avg']] for k,v in r.items()}))")
     fi
   fi
-  python3 - "$data" "$name" "$wall" "$rss" "$work/before.json" "$work/after.json" "$report" >> "$results" <<'PY'
+  python3 - "$data" "$name" "$wall" "$rss" "$work/before.json" "$work/after.json" "$report" "$cpu" >> "$results" <<'PY'
 import json, sys
-data, name, wall, rss, before, after, report = sys.argv[1:]
+data, name, wall, rss, before, after, report, cpu = sys.argv[1:]
 b, a = json.load(open(before)), json.load(open(after))
-print(json.dumps({"data": data, "name": name, "wall": float(wall), "rss": int(rss),
+print(json.dumps({"data": data, "name": name, "wall": float(wall), "rss": int(rss), "cpu": float(cpu),
   "files_before": b["files"], "bytes_before": b["bytes"], "rows_before": b["rows"],
   "files_after": a["files"], "bytes_after": a["bytes"], "rows_after": a["rows"],
   "report": json.loads(report)}))
 PY
-  echo "bench: $data $name ${wall}s ${rss}MiB" >&2
+  echo "bench: $data $name ${wall}s ${cpu}s CPU ${rss}MiB" >&2
 }
 
 two=l_shipdate,l_partkey
@@ -117,6 +118,7 @@ contenders_tpch=(
   "delta-layout zorder 2|$two|dl --zorder $two"
   "delta-layout hilbert 2|$two|dl --hilbert $two"
   "delta-layout zorder 4|$four|dl --zorder $four"
+  "delta-layout zorder 4, 1 thread|$four|dl --zorder $four --threads 1"
   "delta-layout hilbert 4|$four|dl --hilbert $four"
   "delta-layout hilbert 4, 512MiB|$four|dl --hilbert $four --memory-limit 512MiB"
   "delta-rs compact||drs compact"

@@ -21,7 +21,8 @@
 //! (`--memory-limit`). A partition that does not fit is clustered out of core: step 1 only
 //! samples, step 4 reads the files again and appends each row to its range's spill file
 //! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads as
-//! many ranges at a time as the budget holds (at least one). In memory, rows take at most half
+//! many ranges at a time as the budget holds (at least one), each range's rows held once and
+//! gathered in sorted order in chunks, as in memory. In memory, rows take at most half
 //! the budget (the other half is for the rows being gathered and encoded). Ranges are about
 //! one output file each, so peak memory stays near the budget whatever the partition's size,
 //! unless a single range (one output file of rows) is larger than the budget. Both modes
@@ -33,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use deltalake::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use deltalake::arrow::compute::{
-    LexicographicalComparator, SortColumn, SortOptions, concat, concat_batches,
+    LexicographicalComparator, SortColumn, SortOptions, concat,
     filter_record_batch, interleave_record_batch, take_record_batch,
 };
 use rayon::prelude::*;
@@ -236,8 +237,9 @@ pub(crate) fn run(
             clustering.curve.name().to_string(),
         ),
     ]);
-    // Out of core, as many ranges at once as the budget holds (each about twice its rows'
-    // memory while sorted), at least one.
+    // Out of core, as many ranges at once as the budget holds (each counted as twice its
+    // rows' memory: the rows once, plus keys, gathered chunks and the writer's buffers), at
+    // least one.
     let parallel = if in_memory {
         usize::MAX
     } else {
@@ -484,42 +486,32 @@ impl Router<'_> {
 }
 
 /// Writes one spilled range: its rows sorted by key (stable: equal keys keep their spill
-/// order, which is routing order).
+/// order, which is routing order), gathered from the spilled parts in chunks as the
+/// in-memory path gathers them, so the range's rows are held once (not also as one
+/// concatenated copy and a sorted copy).
 fn write_range(
-    mut out: RangeOutput<'_>,
+    out: RangeOutput<'_>,
     parts: Vec<RecordBatch>,
     router: &Router<'_>,
 ) -> Result<()> {
     out.check_cancel()?;
-    let Some(first) = parts.first() else {
+    if parts.is_empty() {
         return Ok(());
-    };
-    let batch = concat_batches(&first.schema(), &parts)
-        .map_err(|e| Error::arrow("gathering a range", e))?;
-    drop(parts);
-    let keys = row_keys(&batch, router.clustering, router.buckets)?;
-    // Stable sorts: rows equal in key and values keep their routing order, so both memory
-    // modes agree.
-    let mut order: Vec<u32> = (0..u32::try_from(batch.num_rows()).unwrap_or(u32::MAX)).collect();
-    order.sort_by_key(|&i| keys[i as usize]);
-    out.check_cancel()?;
-    let ties = TieBreak::of_batches(std::slice::from_ref(&batch), router.clustering)?;
-    ties.order_runs(
-        &mut order,
-        |&i| keys[i as usize],
-        |&i| i as usize,
-        out.cancel,
-    )?;
-    let sorted = take_record_batch(&batch, &UInt32Array::from(order))
-        .map_err(|e| Error::arrow("sorting a range", e))?;
-    drop(batch);
-    let mut offset = 0;
-    while offset < sorted.num_rows() {
-        let length = READ_ROWS_PER_WRITE.min(sorted.num_rows() - offset);
-        out.write(&sorted.slice(offset, length))?;
-        offset += length;
     }
-    out.writer.finish()
+    let total: usize = parts.iter().map(RecordBatch::num_rows).sum();
+    let mut rows: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
+    for (b, part) in parts.iter().enumerate() {
+        let keys = row_keys(part, router.clustering, router.buckets)?;
+        let b = u32::try_from(b).unwrap_or(u32::MAX);
+        rows.extend(
+            keys.into_iter()
+                .enumerate()
+                .map(|(r, key)| (key, b, u32::try_from(r).unwrap_or(u32::MAX))),
+        );
+    }
+    out.check_cancel()?;
+    let ties = TieBreak::of_batches(&parts, router.clustering)?;
+    write_indexed_range(out, &parts, &ties, rows)
 }
 
 /// Writes one in-memory range: its rows sorted by key (stable, so equal keys keep routing

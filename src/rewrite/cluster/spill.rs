@@ -7,11 +7,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use deltalake::arrow::array::RecordBatch;
+use deltalake::arrow::compute::concat_batches;
 use deltalake::arrow::ipc::reader::StreamReader;
 use deltalake::arrow::ipc::writer::StreamWriter;
 
 use super::RangeRows;
 use crate::error::{Error, Result};
+
+/// Rows below which consecutive spilled parts are joined when a spill file is read.
+const COALESCE_ROWS: usize = crate::rewrite::READ_ROWS_PER_WRITE;
 
 /// Spill files being written, one per range (created on first use).
 pub(super) struct SpillFiles {
@@ -96,9 +100,34 @@ impl SpillFile {
         let file = File::open(&self.path).map_err(|e| io(&self.path, e))?;
         let reader = StreamReader::try_new(BufReader::new(file), None)
             .map_err(|e| Error::arrow("reading a spill file", e))?;
-        let batches = reader
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Error::arrow("reading a spill file", e))?;
+        // Parts are as small as a batch's share of one range: consecutive parts are joined
+        // into batches of at least COALESCE_ROWS rows, as gathering pays per source batch.
+        let mut batches = Vec::new();
+        let mut group: Vec<RecordBatch> = Vec::new();
+        let mut group_rows = 0;
+        let flush = |group: &mut Vec<RecordBatch>, batches: &mut Vec<RecordBatch>| -> Result<()> {
+            match group.len() {
+                0 => {}
+                1 => batches.extend(group.drain(..)),
+                _ => {
+                    let joined = concat_batches(&group[0].schema(), group.iter())
+                        .map_err(|e| Error::arrow("reading a spill file", e))?;
+                    group.clear();
+                    batches.push(joined);
+                }
+            }
+            Ok(())
+        };
+        for batch in reader {
+            let batch = batch.map_err(|e| Error::arrow("reading a spill file", e))?;
+            group_rows += batch.num_rows();
+            group.push(batch);
+            if group_rows >= COALESCE_ROWS {
+                flush(&mut group, &mut batches)?;
+                group_rows = 0;
+            }
+        }
+        flush(&mut group, &mut batches)?;
         std::fs::remove_file(&self.path).map_err(|e| io(&self.path, e))?;
         Ok(batches)
     }
