@@ -316,7 +316,7 @@ fn float_key(v: f64) -> i64 {
     };
     let bits = i64::from_ne_bytes(v.to_bits().to_ne_bytes());
     // Negative floats order backwards by their bits: flip all but the sign bit.
-    bits ^ (((bits >> 63) as u64 >> 1) as i64)
+    bits ^ ((bits >> 63).cast_unsigned() >> 1).cast_signed()
 }
 
 /// Calls `$body!(array type, native to key)` for the array's type when it has an integer
@@ -387,8 +387,11 @@ fn primitive_keys<T: ArrowPrimitiveType, K>(
 
 /// Each value of a string or binary array as bytes, `None` for null; `None` for other types.
 fn byte_values(array: &dyn Array) -> Option<Vec<Option<&[u8]>>> {
-    fn collect<'a>(len: usize, valid: impl Fn(usize) -> bool, value: impl Fn(usize) -> &'a [u8])
-    -> Vec<Option<&'a [u8]>> {
+    fn collect<'a>(
+        len: usize,
+        valid: impl Fn(usize) -> bool,
+        value: impl Fn(usize) -> &'a [u8],
+    ) -> Vec<Option<&'a [u8]>> {
         (0..len).map(|i| valid(i).then(|| value(i))).collect()
     }
     let len = array.len();
@@ -622,14 +625,18 @@ impl ColumnBuckets {
                     };
                 }
                 integer_types!(&self.data_type, lookup).or_else(|| {
-                    matches!(self.data_type, DataType::Boolean)
-                        .then(|| search(self, cuts, array.as_boolean().iter().map(|v| v.map(i128::from))))
+                    matches!(self.data_type, DataType::Boolean).then(|| {
+                        search(
+                            self,
+                            cuts,
+                            array.as_boolean().iter().map(|v| v.map(i128::from)),
+                        )
+                    })
                 })
             }
             NativeCuts::Integer64(cuts) => {
-                let saturate = |v: i128| {
-                    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
-                };
+                let saturate =
+                    |v: i128| i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX });
                 macro_rules! lookup {
                     ($t:ty, $key:expr) => {
                         search(self, cuts, integers!($t, |v| saturate(($key)(v))))
@@ -637,7 +644,11 @@ impl ColumnBuckets {
                 }
                 integer_types!(&self.data_type, lookup).or_else(|| {
                     matches!(self.data_type, DataType::Boolean).then(|| {
-                        search(self, cuts, array.as_boolean().iter().map(|v| v.map(i64::from)))
+                        search(
+                            self,
+                            cuts,
+                            array.as_boolean().iter().map(|v| v.map(i64::from)),
+                        )
                     })
                 })
             }
@@ -877,14 +888,18 @@ mod tests {
                 ints.iter().map(|v| v.map(|x| x as i8)).collect::<Vec<_>>(),
             )),
             Arc::new(UInt64Array::from(
-                ints.iter().map(|v| v.map(|x| x as u64)).collect::<Vec<_>>(),
+                ints.iter()
+                    .map(|v| v.map(i64::cast_unsigned))
+                    .collect::<Vec<_>>(),
             )),
             Arc::new(Date32Array::from(
                 ints.iter().map(|v| v.map(|x| x as i32)).collect::<Vec<_>>(),
             )),
             Arc::new(TimestampMicrosecondArray::from(ints.clone()).with_timezone("UTC")),
             Arc::new(Time64MicrosecondArray::from(
-                ints.iter().map(|v| v.map(|x| x & i64::MAX)).collect::<Vec<_>>(),
+                ints.iter()
+                    .map(|v| v.map(|x| x & i64::MAX))
+                    .collect::<Vec<_>>(),
             )),
             Arc::new(DurationNanosecondArray::from(ints.clone())),
             Arc::new(
@@ -898,7 +913,10 @@ mod tests {
             ),
             Arc::new(Float64Array::from(floats.clone())),
             Arc::new(Float32Array::from(
-                floats.iter().map(|v| v.map(|x| x as f32)).collect::<Vec<_>>(),
+                floats
+                    .iter()
+                    .map(|v| v.map(|x| x as f32))
+                    .collect::<Vec<_>>(),
             )),
             Arc::new(BooleanArray::from(
                 ints.iter().map(|v| v.map(|x| x > 0)).collect::<Vec<_>>(),

@@ -34,8 +34,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use deltalake::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use deltalake::arrow::compute::{
-    LexicographicalComparator, SortColumn, SortOptions, concat,
-    filter_record_batch, interleave_record_batch, take_record_batch,
+    LexicographicalComparator, SortColumn, SortOptions, concat, filter_record_batch,
+    interleave_record_batch, take_record_batch,
 };
 use rayon::prelude::*;
 
@@ -143,8 +143,8 @@ pub(crate) fn run(
     }
 
     // 2. and 3. Buckets and range boundaries: from the plan's key space, or from the sample.
-    let (buckets, boundaries) = match split {
-        Some((space, _)) => (split_buckets, space.boundaries.clone()),
+    let (buckets, boundaries, sample_keys) = match split {
+        Some((space, _)) => (split_buckets, space.boundaries.clone(), Vec::new()),
         None => {
             let num_ranges = usize::try_from(bin.expected_output_files).unwrap_or(usize::MAX);
             key_space_of(reservoirs, clustering, bits, num_ranges)
@@ -160,6 +160,7 @@ pub(crate) fn run(
         buckets: &buckets,
         boundaries: &boundaries,
     };
+    let mut pieces = boundaries.len() + 1;
     let ranges: Vec<RangeRows> = if in_memory {
         // Keys in parallel, then each range as (key, batch, row) triples in routing order;
         // the rows are gathered straight from the batches when the range is written.
@@ -194,8 +195,30 @@ pub(crate) fn run(
             .map(|rows| RangeRows::Indexed(shared.clone(), ties.clone(), rows))
             .collect()
     } else {
-        let spill =
-            spill::SpillFiles::create(context.spill_directory.as_deref(), boundaries.len() + 1)?;
+        // Each range is cut into pieces of at most a quarter of the budget of rows (by the
+        // sample), spilled apart and sorted one at a time: a range larger than the budget
+        // (one output file of rows, at large targets) is never held whole.
+        let piece_rows = (context.memory_limit_bytes / 4)
+            .saturating_mul(rows)
+            .checked_div(arrow_bytes)
+            .unwrap_or(u64::MAX)
+            .max(1);
+        // In a split scope the rows read are those of this bin's ranges only.
+        let all_rows = split.map_or(rows, |(_, mine)| {
+            rows.saturating_mul(boundaries.len() as u64 + 1) / (mine.end - mine.first).max(1) as u64
+        });
+        let cuts = piece_boundaries(&boundaries, &sample_keys, all_rows, piece_rows);
+        let piece_range: Vec<usize> = std::iter::once(0)
+            .chain(cuts.iter().copied())
+            .map(|lower| boundaries.partition_point(|b| *b <= lower))
+            .collect();
+        pieces = piece_range.len();
+        let router = Router {
+            clustering,
+            buckets: &buckets,
+            boundaries: &cuts,
+        };
+        let spill = spill::SpillFiles::create(context.spill_directory.as_deref(), cuts.len() + 1)?;
         progress.phase_started(scope, Phase::Route, bin.input_bytes);
         let advance_route = |bytes: u64| progress.phase_advanced(scope, Phase::Route, bytes);
         for_each_file_in_order(table, bin, context, &advance_route, &mut |file_batches| {
@@ -210,17 +233,24 @@ pub(crate) fn run(
                     router.route(batch)
                 })
                 .collect::<Result<Vec<_>>>()?;
-            for (range, part) in routed.into_iter().flatten() {
+            for (piece, part) in routed.into_iter().flatten() {
                 // In a split scope, another bin writes the other ranges.
-                if split.is_none_or(|(_, mine)| mine.contains(range)) {
-                    spill.append(range, &part)?;
+                if split.is_none_or(|(_, mine)| mine.contains(piece_range[piece])) {
+                    spill.append(piece, &part)?;
                 }
             }
             Ok(())
         })?;
-        let ranges = spill.finish()?;
+        let files = spill.finish()?;
         progress.phase_finished(scope, Phase::Route);
-        ranges
+        let mut ranges: Vec<Vec<spill::SpillFile>> =
+            (0..=boundaries.len()).map(|_| Vec::new()).collect();
+        for (piece, file) in files.into_iter().enumerate() {
+            if let Some(file) = file {
+                ranges[piece_range[piece]].push(file);
+            }
+        }
+        ranges.into_iter().map(RangeRows::Spilled).collect()
     };
 
     // 5. Sort and write each range.
@@ -243,9 +273,8 @@ pub(crate) fn run(
     let parallel = if in_memory {
         usize::MAX
     } else {
-        let active = split.map_or(ranges.len(), |(_, mine)| mine.end - mine.first);
-        let range_bytes = (arrow_bytes / active.max(1) as u64).max(1);
-        usize::try_from(context.memory_limit_bytes / range_bytes.saturating_mul(2))
+        let piece_bytes = (arrow_bytes / pieces.max(1) as u64).max(1);
+        usize::try_from(context.memory_limit_bytes / piece_bytes.saturating_mul(2))
             .unwrap_or(usize::MAX)
             .max(1)
     };
@@ -259,20 +288,23 @@ pub(crate) fn run(
             wave.into_par_iter()
                 .map(|(index, range)| {
                     let mut writer = RollingWriter::new(config(tags.clone(), index));
-                    let out = RangeOutput {
+                    let mut out = RangeOutput {
                         writer: &mut writer,
                         cancel: &context.cancel,
                         advance: &advance_write,
+                        pending: Vec::new(),
+                        pending_rows: 0,
                     };
                     let result = match range {
                         RangeRows::Indexed(batches, ties, rows) => {
-                            write_indexed_range(out, &batches, &ties, rows)
+                            write_sorted(&mut out, &batches, &ties, rows)
                         }
-                        RangeRows::Spilled(None) => Ok(()),
-                        RangeRows::Spilled(Some(file)) => file
-                            .read()
-                            .and_then(|parts| write_range(out, parts, &router)),
-                    };
+                        RangeRows::Spilled(files) => files.into_iter().try_for_each(|file| {
+                            file.read()
+                                .and_then(|parts| write_piece(&mut out, parts, &router))
+                        }),
+                    }
+                    .and_then(|()| out.finish());
                     (result, writer.written().to_vec())
                 })
                 .collect::<Vec<_>>(),
@@ -297,13 +329,13 @@ pub(crate) fn run(
 
 /// Steps 2 and 3: each column's rank buckets from its reservoir, and the cut points that
 /// split the sample's curve keys into `num_ranges` ranges of equal row counts (at most one
-/// per sampled row).
+/// per sampled row); with the sample's keys, ascending.
 fn key_space_of(
     reservoirs: Vec<Reservoir>,
     clustering: &Clustering,
     bits: u32,
     num_ranges: usize,
-) -> (Vec<ColumnBuckets>, Vec<u64>) {
+) -> (Vec<ColumnBuckets>, Vec<u64>, Vec<u64>) {
     let (buckets, samples): (Vec<ColumnBuckets>, Vec<_>) =
         reservoirs.into_iter().map(|r| r.finish(bits)).unzip();
     let sample_rows = samples.first().map_or(0, Vec::len);
@@ -320,7 +352,7 @@ fn key_space_of(
     sample_keys.sort_unstable();
     let num_ranges = num_ranges.clamp(1, sample_rows.max(1));
     let boundaries = range_boundaries(&sample_keys, num_ranges);
-    (buckets, boundaries)
+    (buckets, boundaries, sample_keys)
 }
 
 /// The buckets of a key space, for columns of the types of `columns` (as read).
@@ -403,7 +435,7 @@ pub(crate) fn sample_key_space(
     if rows == 0 {
         return Ok((Vec::new(), Vec::new(), 0));
     }
-    let (buckets, boundaries) = key_space_of(reservoirs, clustering, bits, num_ranges);
+    let (buckets, boundaries, _) = key_space_of(reservoirs, clustering, bits, num_ranges);
     Ok((
         buckets.iter().map(ColumnBuckets::to_cuts).collect(),
         boundaries,
@@ -424,6 +456,9 @@ struct RangeOutput<'a> {
     writer: &'a mut RollingWriter,
     cancel: &'a AtomicBool,
     advance: &'a (dyn Fn(usize) + Sync),
+    /// Sorted rows not yet written, fewer than a write's worth.
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
 }
 
 impl RangeOutput<'_> {
@@ -441,9 +476,53 @@ impl RangeOutput<'_> {
         (self.advance)(batch.num_rows());
         Ok(())
     }
+
+    /// Takes the range's next sorted rows; writes them in chunks of [`READ_ROWS_PER_WRITE`]
+    /// rows counted from the range's first row, whatever the batches they come in (so a
+    /// range written piece by piece gives the writer the same chunks as one written whole).
+    fn push(&mut self, mut batch: RecordBatch) -> Result<()> {
+        loop {
+            let need = READ_ROWS_PER_WRITE - self.pending_rows;
+            if batch.num_rows() < need {
+                if batch.num_rows() > 0 {
+                    self.pending_rows += batch.num_rows();
+                    self.pending.push(batch);
+                }
+                return Ok(());
+            }
+            let head = batch.slice(0, need);
+            let rest = batch.slice(need, batch.num_rows() - need);
+            let chunk = self.take_pending(head)?;
+            self.write(&chunk)?;
+            batch = rest;
+        }
+    }
+
+    /// The pending rows followed by `last`, as one batch; empties the pending rows.
+    fn take_pending(&mut self, last: RecordBatch) -> Result<RecordBatch> {
+        self.pending_rows = 0;
+        if self.pending.is_empty() {
+            return Ok(last);
+        }
+        self.pending.push(last);
+        let schema = self.pending[0].schema();
+        let joined = deltalake::arrow::compute::concat_batches(&schema, &self.pending)
+            .map_err(|e| Error::arrow("gathering a range", e))?;
+        self.pending.clear();
+        Ok(joined)
+    }
+
+    /// Writes the pending rows and closes the range's last file.
+    fn finish(&mut self) -> Result<()> {
+        if let Some(last) = self.pending.pop() {
+            let chunk = self.take_pending(last)?;
+            self.write(&chunk)?;
+        }
+        self.writer.finish()
+    }
 }
 
-/// The rows of one range: in memory, or in a spill file.
+/// The rows of one range: in memory, or in spill files (one per piece, in key order).
 enum RangeRows {
     /// Rows of in-memory batches: (key, batch, row), in routing order, with the clustering
     /// columns of all batches for ordering equal keys.
@@ -452,8 +531,9 @@ enum RangeRows {
         std::sync::Arc<TieBreak>,
         Vec<(u64, u32, u32)>,
     ),
-    /// A spill file (keys are computed again when it is read).
-    Spilled(Option<spill::SpillFile>),
+    /// Spill files of the range's pieces, in key order (keys are computed again when one is
+    /// read).
+    Spilled(Vec<spill::SpillFile>),
 }
 
 /// Routes rows to ranges by curve key.
@@ -485,12 +565,12 @@ impl Router<'_> {
     }
 }
 
-/// Writes one spilled range: its rows sorted by key (stable: equal keys keep their spill
-/// order, which is routing order), gathered from the spilled parts in chunks as the
-/// in-memory path gathers them, so the range's rows are held once (not also as one
-/// concatenated copy and a sorted copy).
-fn write_range(
-    out: RangeOutput<'_>,
+/// Writes one spilled piece of a range: its rows sorted by key (stable: equal keys keep
+/// their spill order, which is routing order), gathered from the spilled parts in chunks as
+/// the in-memory path gathers them, so the piece's rows are held once. Pieces are key
+/// intervals, so a range's pieces written in order are its rows in sorted order.
+fn write_piece(
+    out: &mut RangeOutput<'_>,
     parts: Vec<RecordBatch>,
     router: &Router<'_>,
 ) -> Result<()> {
@@ -511,13 +591,13 @@ fn write_range(
     }
     out.check_cancel()?;
     let ties = TieBreak::of_batches(&parts, router.clustering)?;
-    write_indexed_range(out, &parts, &ties, rows)
+    write_sorted(out, &parts, &ties, rows)
 }
 
-/// Writes one in-memory range: its rows sorted by key (stable, so equal keys keep routing
-/// order), gathered from the batches a chunk at a time.
-fn write_indexed_range(
-    mut out: RangeOutput<'_>,
+/// Sorts `rows` (key, batch, row) of `batches` by key, stably, orders runs of equal keys by
+/// the clustering columns' values (`ties`), and hands the rows to `out` in that order.
+fn write_sorted(
+    out: &mut RangeOutput<'_>,
     batches: &[RecordBatch],
     ties: &TieBreak,
     mut rows: Vec<(u64, u32, u32)>,
@@ -557,15 +637,64 @@ fn write_indexed_range(
             })
             .collect::<Result<Vec<_>>>()?;
         for batch in gathered {
-            let mut offset = 0;
-            while offset < batch.num_rows() {
-                let length = READ_ROWS_PER_WRITE.min(batch.num_rows() - offset);
-                out.write(&batch.slice(offset, length))?;
-                offset += length;
-            }
+            out.push(batch)?;
         }
     }
-    out.writer.finish()
+    Ok(())
+}
+
+/// Cuts that split each range of `boundaries` into pieces expected to hold at most
+/// `piece_rows` rows each: the range boundaries themselves plus cuts inside the ranges,
+/// ascending and distinct. A range's expected rows are its share of `sample_keys` (the
+/// sorted sample) times `total_rows`, and its inner cuts are the sample's
+/// ([`range_boundaries`] over its keys); without a sample (a split scope's plan keeps none)
+/// rows are taken as spread evenly over the ranges and the key interval is cut evenly.
+#[must_use]
+pub fn piece_boundaries(
+    boundaries: &[u64],
+    sample_keys: &[u64],
+    total_rows: u64,
+    piece_rows: u64,
+) -> Vec<u64> {
+    let ranges = boundaries.len() + 1;
+    let mut cuts: Vec<u64> = Vec::with_capacity(ranges);
+    for range in 0..ranges {
+        let lower = if range == 0 { 0 } else { boundaries[range - 1] };
+        let upper = boundaries.get(range).copied();
+        let inner: Vec<u64> = if sample_keys.is_empty() {
+            let rows = total_rows.div_ceil(ranges as u64);
+            let pieces = rows.div_ceil(piece_rows.max(1)).max(1);
+            let width = u128::from(upper.unwrap_or(u64::MAX)) - u128::from(lower);
+            (1..pieces)
+                .filter_map(|k| {
+                    u64::try_from(u128::from(lower) + width * u128::from(k) / u128::from(pieces))
+                        .ok()
+                })
+                .collect()
+        } else {
+            let first = sample_keys.partition_point(|k| *k < lower);
+            let end = upper.map_or(sample_keys.len(), |u| {
+                sample_keys.partition_point(|k| *k < u)
+            });
+            let keys = &sample_keys[first..end];
+            let rows = u128::from(total_rows) * keys.len() as u128 / sample_keys.len() as u128;
+            let pieces = rows.div_ceil(u128::from(piece_rows.max(1))).max(1);
+            let pieces = usize::try_from(pieces)
+                .unwrap_or(usize::MAX)
+                .min(keys.len().max(1));
+            range_boundaries(keys, pieces)
+        };
+        cuts.extend(
+            inner
+                .into_iter()
+                .filter(|&cut| cut > lower && upper.is_none_or(|u| cut < u)),
+        );
+        if let Some(upper) = upper {
+            cuts.push(upper);
+        }
+    }
+    cuts.dedup();
+    cuts
 }
 
 /// The clustering columns' values of a set of batches, concatenated (row `r` of batch `b` is
@@ -754,6 +883,40 @@ fn key(curve: Curve, coords: &[u32]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_cut_ranges_by_sample_rows_and_keep_the_range_boundaries() {
+        // 1,000 sampled keys 0, 10, 20, ...; two ranges split at key 5,000.
+        let sample: Vec<u64> = (0..1_000u64).map(|k| k * 10).collect();
+        let boundaries = vec![5_000u64];
+        // 100,000 rows: 50,000 per range, pieces of at most 10,000 rows: 5 per range.
+        let cuts = piece_boundaries(&boundaries, &sample, 100_000, 10_000);
+        assert!(cuts.contains(&5_000), "{cuts:?}");
+        assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
+        assert_eq!(cuts.len(), 9, "{cuts:?}");
+        // Each piece holds about a fifth of its range's sample (the cuts move to round keys
+        // nearby).
+        let mut lower = 0;
+        for &cut in cuts.iter().chain([&u64::MAX]) {
+            let count = sample.iter().filter(|&&k| k >= lower && k < cut).count();
+            assert!(
+                (50..=150).contains(&count),
+                "{lower}..{cut}: {count} {cuts:?}"
+            );
+            lower = cut;
+        }
+        // Pieces larger than the ranges: only the range boundaries.
+        assert_eq!(
+            piece_boundaries(&boundaries, &sample, 100_000, 1 << 40),
+            boundaries
+        );
+        // No sample (a split scope): the key interval of each range cut evenly.
+        let even = piece_boundaries(&[1 << 63], &[], 40, 10);
+        assert_eq!(
+            even,
+            vec![1 << 62, 1 << 63, (1 << 63) + (u64::MAX - (1 << 63)) / 2]
+        );
+    }
 
     #[test]
     fn roundest_key_in_an_interval() {

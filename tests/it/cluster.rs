@@ -454,8 +454,8 @@ fn layout(location: &str, columns: &[&str]) -> Vec<String> {
     out
 }
 
-/// A memory budget of 1/8 of the data clusters out of core and writes exactly the files an
-/// unbounded run writes, leaving no spill file behind.
+/// A memory budget of 1/8 or 1/64 of the data clusters out of core, each range in pieces,
+/// and writes exactly the files an unbounded run writes, leaving no spill file behind.
 #[test]
 fn out_of_core_clustering_writes_the_same_files() {
     let mut rng = StdRng::seed_from_u64(21);
@@ -498,7 +498,13 @@ fn out_of_core_clustering_writes_the_same_files() {
     let source = synthetic_table(dir.path(), "source", &files);
     let total = load(&source.display().to_string()).totals().bytes;
     let mut layouts = Vec::new();
-    for (name, limit) in [("unbounded", None), ("bounded", Some(in_memory_bytes / 8))] {
+    // A budget of 1/8 cuts each range (about 1/10 of the rows) into about 4 pieces sorted
+    // one at a time, 1/64 into about 26.
+    for (name, limit) in [
+        ("unbounded", None),
+        ("bounded", Some(in_memory_bytes / 8)),
+        ("tiny", Some(in_memory_bytes / 64)),
+    ] {
         let copy = dir.path().join(name);
         copy_table(&source, &copy);
         let location = copy.display().to_string();
@@ -524,6 +530,10 @@ fn out_of_core_clustering_writes_the_same_files() {
         layouts.push(layout(&location, &["a", "b"]));
     }
     assert_eq!(layouts[0], layouts[1], "out-of-core run wrote other files");
+    assert_eq!(
+        layouts[0], layouts[2],
+        "out-of-core run in small pieces wrote other files"
+    );
 }
 
 /// Cubes: a re-run after an append clusters the new files with the unsealed cube; once the

@@ -11,7 +11,6 @@ use deltalake::arrow::compute::concat_batches;
 use deltalake::arrow::ipc::reader::StreamReader;
 use deltalake::arrow::ipc::writer::StreamWriter;
 
-use super::RangeRows;
 use crate::error::{Error, Result};
 
 /// Rows below which consecutive spilled parts are joined when a spill file is read.
@@ -69,25 +68,26 @@ impl SpillFiles {
             .map_err(|e| Error::arrow("spilling rows", e))
     }
 
-    pub(super) fn finish(self) -> Result<Vec<RangeRows>> {
+    /// Closes every spill file; `None` for a piece that got no rows.
+    pub(super) fn finish(self) -> Result<Vec<Option<SpillFile>>> {
         let mut out = Vec::with_capacity(self.writers.len());
-        for (range, slot) in self.writers.into_iter().enumerate() {
+        for (piece, slot) in self.writers.into_iter().enumerate() {
             let writer = slot
                 .into_inner()
                 .map_err(|_| Error::Internal("a spill writer was poisoned".into()))?;
             match writer {
-                None => out.push(RangeRows::Spilled(None)),
+                None => out.push(None),
                 Some(mut writer) => {
                     writer
                         .finish()
                         .map_err(|e| Error::arrow("closing a spill file", e))?;
-                    out.push(RangeRows::Spilled(Some(SpillFile {
+                    out.push(Some(SpillFile {
                         _directory: self.directory.clone(),
                         path: self
                             .directory
                             .path()
-                            .join(format!("range-{range:06}.arrows")),
-                    })));
+                            .join(format!("range-{piece:06}.arrows")),
+                    }));
                 }
             }
         }
@@ -108,7 +108,7 @@ impl SpillFile {
         let flush = |group: &mut Vec<RecordBatch>, batches: &mut Vec<RecordBatch>| -> Result<()> {
             match group.len() {
                 0 => {}
-                1 => batches.extend(group.drain(..)),
+                1 => batches.append(group),
                 _ => {
                     let joined = concat_batches(&group[0].schema(), group.iter())
                         .map_err(|e| Error::arrow("reading a spill file", e))?;
