@@ -13,40 +13,52 @@ pub fn index(coords: &[u32], bits: u32) -> u64 {
     if coords.len() <= 1 || bits == 0 {
         return coords.first().map_or(0, |&c| u64::from(c));
     }
+    // Clustering has at most six coordinates: transform them on the stack.
+    let mut stack = [0u32; 6];
+    if let Some(x) = stack.get_mut(..coords.len()) {
+        x.copy_from_slice(coords);
+        axes_to_transpose(x, bits);
+        return super::zorder::interleave(x, bits);
+    }
     let mut x: Vec<u32> = coords.to_vec();
     axes_to_transpose(&mut x, bits);
     super::zorder::interleave(&x, bits)
 }
 
-/// Skilling's `AxestoTranspose`, in place.
+/// Skilling's `AxestoTranspose`, in place, without data-dependent branches (each bit test
+/// becomes a mask: the branches mispredict about half the time on real keys).
 fn axes_to_transpose(x: &mut [u32], bits: u32) {
-    let n = x.len();
+    let Some((first, rest)) = x.split_first_mut() else {
+        return;
+    };
+    let all_if = |set: bool| 0u32.wrapping_sub(u32::from(set));
     let m: u32 = 1 << (bits - 1);
     // Inverse undo excess work.
+    let mut x0 = *first;
     let mut q = m;
     while q > 1 {
         let p = q - 1;
-        for i in 0..n {
-            if x[i] & q != 0 {
-                x[0] ^= p;
-            } else {
-                let t = (x[0] ^ x[i]) & p;
-                x[0] ^= t;
-                x[i] ^= t;
-            }
+        // i = 0: invert the low bits of x[0] when its bit q is set.
+        x0 ^= p & all_if(x0 & q != 0);
+        for xi in rest.iter_mut() {
+            // Bit q set: invert the low bits of x[0]; else exchange them with x[i]'s.
+            let set = all_if(*xi & q != 0);
+            let t = (x0 ^ *xi) & p & !set;
+            x0 ^= (p & set) | t;
+            *xi ^= t;
         }
         q >>= 1;
     }
+    *first = x0;
     // Gray encode.
+    let n = x.len();
     for i in 1..n {
         x[i] ^= x[i - 1];
     }
     let mut t = 0;
     let mut q = m;
     while q > 1 {
-        if x[n - 1] & q != 0 {
-            t ^= q - 1;
-        }
+        t ^= (q - 1) & all_if(x[n - 1] & q != 0);
         q >>= 1;
     }
     for v in x.iter_mut() {
