@@ -6,7 +6,8 @@
 # ROUNDS times; the median wall time and peak RSS (/usr/bin/time -v) are kept, with files,
 # bytes and rows before and after (rows must match) and the skipping quality of the result
 # from `delta-layout report` (overlap depth and share of files skipped by 1% ranges on each
-# clustering column). Writes the tables into BENCHMARKS.md between its bench.sh markers.
+# clustering column), and how many files of the result lie within 20% of the target size.
+# Writes the tables into BENCHMARKS.md between its bench.sh markers.
 #
 # usage: scripts/bench.sh [SCALE_FACTOR=1] [ROUNDS=3] [TARGET_SIZE=8MiB]
 # Inputs: TPC-H lineitem from the tpchgen crates (600 shuffled small files, unpartitioned;
@@ -87,9 +88,18 @@ PY
   if [ "$kind" = plain ]; then
     python3 -c "import json,os,sys
 o=json.load(open('$work/out')); d='$work/plain'
-print(json.dumps({'files':o['files'],'rows':o['rows'],'bytes':sum(os.path.getsize(os.path.join(d,f)) for f in os.listdir(d))}))" > "$work/after.json"
+s=[os.path.getsize(os.path.join(d,f)) for f in os.listdir(d)]
+print(json.dumps({'files':o['files'],'rows':o['rows'],'bytes':sum(s),'sizes':s}))" > "$work/after.json"
   else
-    "$dl" inspect "$t" --json > "$work/after.json"
+    "$dl" inspect "$t" --json > "$work/inspect.json"
+    # The size of every file of the result, from the log (delta-rs).
+    "$py" - "$t" "$work/inspect.json" > "$work/after.json" <<'PY'
+import json, sys
+from deltalake import DeltaTable
+a = json.load(open(sys.argv[2]))
+a["sizes"] = DeltaTable(sys.argv[1]).get_add_actions(flatten=True).column("size_bytes").to_pylist()
+print(json.dumps(a))
+PY
     if [ -n "$cols" ]; then
       local v0; v0=$(python3 -c "import json;print(json.load(open('$work/before.json'))['version'])")
       report=$("$dl" report "$t" --compare "$v0" --columns "$cols" --json | python3 -c "
@@ -98,13 +108,14 @@ r=json.load(sys.stdin)['after']['columns']
 print(json.dumps({k:[v['overlap_depth_avg'],v['range']['skipped_files_fraction_avg']] for k,v in r.items()}))")
     fi
   fi
-  python3 - "$data" "$name" "$wall" "$rss" "$work/before.json" "$work/after.json" "$report" "$cpu" >> "$results" <<'PY'
+  python3 - "$data" "$name" "$wall" "$rss" "$work/before.json" "$work/after.json" "$report" "$cpu" "$target_bytes" >> "$results" <<'PY'
 import json, sys
 data, name, wall, rss, before, after, report, cpu = sys.argv[1:]
 b, a = json.load(open(before)), json.load(open(after))
 print(json.dumps({"data": data, "name": name, "wall": float(wall), "rss": int(rss), "cpu": float(cpu),
   "files_before": b["files"], "bytes_before": b["bytes"], "rows_before": b["rows"],
   "files_after": a["files"], "bytes_after": a["bytes"], "rows_after": a["rows"],
+  "sizes_after": a.get("sizes", []), "target": int(sys.argv[9]),
   "report": json.loads(report)}))
 PY
   echo "bench: $data $name ${wall}s ${cpu}s CPU ${rss}MiB" >&2
@@ -170,6 +181,10 @@ target_bytes=262144
 bench flights "${contenders_flights[@]}"
 bench covid "${contenders_covid[@]}"
 target=${3:-8MiB}
+target_bytes=$(python3 -c "
+import re,sys
+m=re.fullmatch(r'(\d+)(KiB|MiB|GiB)?', '$target'); n=int(m.group(1)); u=m.group(2)
+print(n*{None:1,'KiB':1024,'MiB':1<<20,'GiB':1<<30}[u])")
 
 dlv=$("$dl" --version | awk '{print $2}')
 drsv=$("$py" -c "import deltalake; print(deltalake.__version__)")

@@ -380,7 +380,7 @@ pub async fn rewrite(
         ));
     }
     table.protocol.check_writable(&table.display_location())?;
-    let mut plan = plan::plan(&table, &options.plan)?;
+    let mut plan = plan_sized(&table, options).await?;
     if plan.run_id.is_empty() {
         plan.run_id = plan::new_run_id();
     }
@@ -441,6 +441,40 @@ pub async fn rewrite(
         return Err(Error::Cancelled);
     }
     Ok(rewritten)
+}
+
+/// Plans `table` with `options`' plan options, bins and clustering ranges sized by the
+/// output ratio ([`PlanOptions::with_output_ratio`]): the one given, else the one
+/// [`rewrite::estimate`] measures on a sample of the planned files (read with the run's
+/// settings, written in memory with its codec), then planned again with it. Shared by
+/// `optimize` and the work orders' `plan`.
+///
+/// # Errors
+/// Everything [`plan::plan`] returns; the read errors of the sampled files.
+pub(crate) async fn plan_sized(table: &TableView, options: &OptimizeOptions) -> Result<Plan> {
+    let first = plan::plan(table, &options.plan)?;
+    if first.is_empty() || options.plan.output_ratio().is_some() {
+        return Ok(first);
+    }
+    let mut reader = Reader::for_table(table)?;
+    reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
+    reader.cancel = Some(options.cancel.clone());
+    let codec = options.codec;
+    let ratio = {
+        let table = table.clone();
+        tokio::task::spawn_blocking(move || {
+            rewrite::estimate::output_ratio(&table, &first, &reader, codec)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("the output size estimate failed: {e}")))??
+    };
+    plan::plan(
+        table,
+        &options
+            .plan
+            .clone()
+            .with_output_ratio(Some(ratio.unwrap_or(1.0))),
+    )
 }
 
 /// The execute step shared by `optimize` and the work orders' `execute`: writes the new files

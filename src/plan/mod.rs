@@ -35,6 +35,66 @@ pub const AUTOTUNE_MAX_TARGET_BYTES: u64 = 1 << 30;
 pub const AUTOTUNE_SMALL_TABLE_BYTES: u64 = 2_560_000_000_000;
 /// Table size (10 TB) from which the autotuned target is at its maximum.
 pub const AUTOTUNE_LARGE_TABLE_BYTES: u64 = 10_000_000_000_000;
+/// Share of the target size a written file may miss it by, either way, when that saves a
+/// small remainder file: 0.2 (files land between 0.8x and 1.2x the target, apart from one
+/// remainder per bin; see [`output_files`]).
+pub const FILE_SIZE_TOLERANCE: f64 = 0.2;
+
+/// How a stream of output bytes is cut into files: see [`output_files`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputFiles {
+    /// Files written, at least 1.
+    pub files: u64,
+    /// Bytes of each file but the last; the last holds the rest (a remainder when it is
+    /// smaller).
+    pub file_bytes: u64,
+}
+
+/// How `total_bytes` of output are cut into files of about `target_bytes`, so that every file
+/// lands within [`FILE_SIZE_TOLERANCE`] of the target where the total allows, and at most one
+/// is a remainder:
+/// * up to 1.2x the target: one file;
+/// * else `n = floor(total / target)` equal files when each is at most 1.2x the target, or
+///   `n + 1` equal files when each is at least 0.8x the target;
+/// * else (only between 1.2x and 1.6x the target) one file of the target and a remainder.
+///
+/// Pure; both the plan (bins and clustering ranges) and the rolling writer (when to start a
+/// new file) follow it.
+#[must_use]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "byte counts far below 2^52, rounded"
+)]
+pub fn output_files(total_bytes: u64, target_bytes: u64) -> OutputFiles {
+    let target = target_bytes.max(1) as f64;
+    let total = total_bytes as f64;
+    if total <= target * (1.0 + FILE_SIZE_TOLERANCE) {
+        return OutputFiles {
+            files: 1,
+            file_bytes: total_bytes,
+        };
+    }
+    let low = (total / target).floor().max(1.0);
+    if total / low <= target * (1.0 + FILE_SIZE_TOLERANCE) {
+        return OutputFiles {
+            files: low as u64,
+            file_bytes: (total / low).ceil() as u64,
+        };
+    }
+    let high = low + 1.0;
+    if total / high >= target * (1.0 - FILE_SIZE_TOLERANCE) {
+        return OutputFiles {
+            files: high as u64,
+            file_bytes: (total / high).ceil() as u64,
+        };
+    }
+    OutputFiles {
+        files: high as u64,
+        file_bytes: target_bytes,
+    }
+}
 
 /// Options of the planning stage. Build with [`PlanOptions::default`] and the `with_*`
 /// setters; [`PlanOptions::validate`] checks them.
@@ -49,6 +109,7 @@ pub struct PlanOptions {
     include_clustered: bool,
     target_file_bytes: Option<u64>,
     run_id: Option<String>,
+    output_ratio: Option<f64>,
 }
 
 impl Default for PlanOptions {
@@ -62,6 +123,7 @@ impl Default for PlanOptions {
             include_clustered: false,
             target_file_bytes: None,
             run_id: None,
+            output_ratio: None,
         }
     }
 }
@@ -87,6 +149,24 @@ impl PlanOptions {
     pub fn with_target_file_bytes(mut self, bytes: Option<u64>) -> Self {
         self.target_file_bytes = bytes;
         self
+    }
+
+    /// Bytes a rewrite writes per byte of input (live bytes: deleted rows left out), the
+    /// estimate bins and clustering ranges are sized by, so that files come out near the
+    /// target: output files are written with another codec and encodings than the input
+    /// (Spark's snappy against our zstd), and one footer replaces many. Defaults to 1.0;
+    /// `optimize` and `plan` measure it first on a sample of the candidates
+    /// (`rewrite::estimate`). [`Plan::output_ratio`] records it.
+    #[must_use]
+    pub fn with_output_ratio(mut self, ratio: Option<f64>) -> Self {
+        self.output_ratio = ratio;
+        self
+    }
+
+    /// The output ratio given ([`PlanOptions::with_output_ratio`]), if any.
+    #[must_use]
+    pub fn output_ratio(&self) -> Option<f64> {
+        self.output_ratio
     }
 
     /// Files smaller than this many bytes are candidates. Defaults to
@@ -145,8 +225,15 @@ impl PlanOptions {
     ///
     /// # Errors
     /// [`Error::InvalidOption`] naming the flag: a zero target size, a ratio outside
-    /// `[0, 1]`.
+    /// `[0, 1]`; [`Error::Internal`] for an output ratio that is not a positive number.
     pub fn validate(&self) -> Result<()> {
+        if let Some(ratio) = self.output_ratio
+            && !(ratio.is_finite() && ratio > 0.0)
+        {
+            return Err(Error::Internal(format!(
+                "the output ratio {ratio} is not a positive number"
+            )));
+        }
         if self.target_file_bytes == Some(0) {
             return Err(Error::invalid_option(
                 crate::Setting::TargetFileSize,
@@ -208,8 +295,13 @@ pub struct Bin {
     pub input_rows: Option<u64>,
     /// How many input files carry a deletion vector.
     pub num_deletion_vectors: usize,
-    /// Expected output files: the live share of the input bytes over the target, at least 1.
+    /// Expected output files: [`output_files`] of [`Bin::expected_output_bytes`], at least 1.
     pub expected_output_files: u64,
+    /// Expected output bytes: the live share of the input bytes times
+    /// [`Plan::output_ratio`]. 0 in orders of earlier versions, which cut clustering ranges
+    /// into `expected_output_files` equal shares.
+    #[serde(default)]
+    pub expected_output_bytes: u64,
     /// For a clustering scope split over several bins (work orders, `plan --task-size`): the
     /// share of the scope's curve-key ranges this bin writes. Every bin of the scope reads all
     /// of its files and keeps the rows whose key falls in its ranges. `None`: the bin writes
@@ -263,6 +355,10 @@ pub struct Plan {
     pub clustered_files_left: usize,
     /// The clustering, when the run clusters (one bin per partition, all its files).
     pub clustering: Option<cluster::Clustering>,
+    /// Bytes written per live input byte that bins and ranges were sized by
+    /// ([`PlanOptions::with_output_ratio`]; 1.0 in orders of earlier versions).
+    #[serde(default = "unit_ratio")]
+    pub output_ratio: f64,
     /// The run's id: every data file it writes is named `part-<bin>-<run id>-...`, and its
     /// commit records it in `commitInfo` (`delta-layout.runId`), so files of a run that
     /// died before committing can be told apart from those of live runs.
@@ -271,6 +367,38 @@ pub struct Plan {
     /// indexes them); empty unless a work order split a scope.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub key_spaces: Vec<cluster::KeySpace>,
+}
+
+fn unit_ratio() -> f64 {
+    1.0
+}
+
+impl Bin {
+    /// Where a clustering bin's output ranges are cut: positions in `(0, 1)` of its rows
+    /// (by curve key), ascending, `expected_output_files - 1` of them: equal shares, or one
+    /// range of the target and a remainder ([`output_files`]).
+    #[must_use]
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "byte counts far below 2^52, a position"
+    )]
+    pub fn range_cuts(&self, target_file_bytes: u64) -> Vec<f64> {
+        let files = self.expected_output_files.max(1);
+        let share = if self.expected_output_bytes == 0 {
+            1.0 / files as f64
+        } else {
+            let cut = output_files(self.expected_output_bytes, target_file_bytes);
+            if cut.files == files {
+                cut.file_bytes as f64 / self.expected_output_bytes as f64
+            } else {
+                1.0 / files as f64
+            }
+        };
+        (1..files)
+            .map(|k| k as f64 * share)
+            .filter(|&at| at > 0.0 && at < 1.0)
+            .collect()
+    }
 }
 
 impl Plan {
@@ -375,6 +503,14 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         min
     });
 
+    let output_ratio = options.output_ratio.unwrap_or(1.0);
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a byte count, rounded down; the ratio is positive (validated)"
+    )]
+    let input_capacity = ((target_file_bytes as f64 / output_ratio) as u64).max(1);
     let predicate = options
         .predicate
         .as_deref()
@@ -458,7 +594,8 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 .filter(|(_, f)| is_candidate(f) && !clustered(f))
                 .map(|(i, f)| (i, f.size_bytes))
                 .collect();
-            let mut packed = binpack::pack(&candidates, target_file_bytes);
+            // Bins hold the input that writes about one target's worth of output.
+            let mut packed = binpack::pack(&candidates, input_capacity);
             // A clustered file is rewritten only alone (its deletion vector purged), which
             // keeps its rows together; small ones are left as they are.
             for &i in &indices {
@@ -504,13 +641,21 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                     (f.size_bytes as f64 * (1.0 - f.deleted_ratio())) as u64
                 })
                 .sum::<u64>();
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss,
+                reason = "an estimate"
+            )]
+            let expected_output_bytes = ((live_bytes as f64 * output_ratio) as u64).max(1);
             bins.push(Bin {
                 id: next_bin_id,
                 files,
                 input_bytes,
                 input_rows,
                 num_deletion_vectors,
-                expected_output_files: live_bytes.div_ceil(target_file_bytes).max(1),
+                expected_output_files: output_files(expected_output_bytes, target_file_bytes).files,
+                expected_output_bytes,
                 key_range: None,
             });
             next_bin_id += 1;
@@ -536,6 +681,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         partitions,
         clustering,
         clustered_files_left,
+        output_ratio,
         run_id: options.run_id.clone().unwrap_or_default(),
         key_spaces: Vec::new(),
     })
@@ -632,6 +778,93 @@ mod tests {
         // Half way between 2.56 TB and 10 TB: half way between 256 MiB and 1 GiB.
         let mid = (AUTOTUNE_SMALL_TABLE_BYTES + AUTOTUNE_LARGE_TABLE_BYTES) / 2;
         assert_eq!(autotuned_target_bytes(mid), (256 << 20) + ((768 << 20) / 2));
+    }
+
+    #[test]
+    fn output_is_cut_into_files_near_the_target() {
+        let cut = |total| {
+            let c = output_files(total, 100);
+            (c.files, c.file_bytes)
+        };
+        // Up to 1.2x the target: one file, whatever its size.
+        assert_eq!(cut(1), (1, 1));
+        assert_eq!(cut(120), (1, 120));
+        // 1.2x to 1.6x: one file of the target and a remainder.
+        assert_eq!(cut(121), (2, 100));
+        assert_eq!(cut(159), (2, 100));
+        // From 1.6x on: equal files within 20% of the target.
+        assert_eq!(cut(160), (2, 80));
+        assert_eq!(cut(240), (2, 120));
+        assert_eq!(cut(250), (3, 84));
+        assert_eq!(cut(1_000), (10, 100));
+        assert_eq!(cut(1_049), (10, 105));
+        for total in 161..5_000u64 {
+            let c = output_files(total, 100);
+            assert!(
+                (80..=120).contains(&c.file_bytes),
+                "{total}: {c:?} is not within 20% of the target"
+            );
+            assert!(c.file_bytes * (c.files - 1) < total, "{total}: {c:?}");
+            assert!(c.file_bytes * c.files >= total, "{total}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn clustering_ranges_are_cut_by_expected_bytes() {
+        let bin = |files, bytes| Bin {
+            id: 0,
+            files: Vec::new(),
+            input_bytes: 0,
+            input_rows: None,
+            num_deletion_vectors: 0,
+            expected_output_files: files,
+            expected_output_bytes: bytes,
+            key_range: None,
+        };
+        assert!(bin(1, 110).range_cuts(100).is_empty());
+        // One range of the target, a remainder of 40%.
+        let cuts = bin(2, 140).range_cuts(100);
+        assert_eq!(cuts.len(), 1);
+        assert!((cuts[0] - 100.0 / 140.0).abs() < 0.01, "{cuts:?}");
+        // Four equal ranges.
+        let cuts = bin(4, 400).range_cuts(100);
+        assert_eq!(cuts.len(), 3);
+        for (at, want) in cuts.iter().zip([0.25, 0.5, 0.75]) {
+            assert!((at - want).abs() < 0.01, "{cuts:?}");
+        }
+        // An order of an earlier version (no expected bytes): equal shares of the count.
+        assert_eq!(bin(2, 0).range_cuts(100), vec![0.5]);
+    }
+
+    #[test]
+    fn bins_are_sized_by_the_output_ratio() {
+        // Ten files of 30 bytes: at a ratio of 1, three fit a 100-byte bin (the tenth file,
+        // alone in its bin, is left as it is); at 0.25, all ten (75 bytes of expected
+        // output) go into one.
+        let table = described(&[("a", 30, 1); 10]);
+        let at = |ratio| {
+            let options = PlanOptions::default()
+                .with_target_file_bytes(Some(100))
+                .with_min_file_bytes(Some(50))
+                .with_output_ratio(Some(ratio));
+            plan(&table, &options).unwrap()
+        };
+        let plain = at(1.0);
+        assert_eq!(plain.bins().count(), 3);
+        assert!(plain.bins().all(|b| b.input_bytes <= 100));
+        let sized = at(0.25);
+        assert_eq!(sized.output_ratio, 0.25);
+        let bins: Vec<&Bin> = sized.bins().collect();
+        assert_eq!(bins.len(), 1);
+        assert_eq!(bins[0].files.len(), 10);
+        assert_eq!(bins[0].expected_output_bytes, 75);
+        assert_eq!(bins[0].expected_output_files, 1);
+        assert!(
+            PlanOptions::default()
+                .with_output_ratio(Some(0.0))
+                .validate()
+                .is_err()
+        );
     }
 
     #[test]

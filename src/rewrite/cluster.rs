@@ -5,9 +5,10 @@
 //!    ([`crate::curve::keys::Reservoir`]); equal seeds make the reservoirs pick the same rows,
 //!    so together they are a sample of whole rows.
 //! 2. Turn each reservoir into rank buckets, and the sampled rows into curve keys.
-//! 3. Cut the sorted sample keys into `n` ranges of equal row counts, `n` being the output
-//!    files the target size asks for, each cut moved to a curve-cell corner nearby
-//!    ([`range_boundaries`]).
+//! 3. Cut the sorted sample keys into `n` ranges, `n` being the output files the expected
+//!    output bytes ask for ([`crate::plan::output_files`]): of equal row counts, or one of
+//!    the target and a remainder ([`crate::plan::Bin::range_cuts`]), each cut moved to a
+//!    curve-cell corner nearby ([`range_boundaries_at`]).
 //! 4. Route every row to its range by its key (binary search over the boundaries): in memory
 //!    as (key, batch, row) triples, out of core into spill files.
 //! 5. For each range, in parallel: sort its rows by key and, among equal keys, by the
@@ -146,8 +147,8 @@ pub(crate) fn run(
     let (buckets, boundaries, sample_keys) = match split {
         Some((space, _)) => (split_buckets, space.boundaries.clone(), Vec::new()),
         None => {
-            let num_ranges = usize::try_from(bin.expected_output_files).unwrap_or(usize::MAX);
-            key_space_of(reservoirs, clustering, bits, num_ranges)
+            let target = config(BTreeMap::new(), 0).target_file_bytes;
+            key_space_of(reservoirs, clustering, bits, &bin.range_cuts(target))
         }
     };
     if cancelled() {
@@ -287,7 +288,14 @@ pub(crate) fn run(
         results.extend(
             wave.into_par_iter()
                 .map(|(index, range)| {
-                    let mut writer = RollingWriter::new(config(tags.clone(), index));
+                    let expected_rows = match &range {
+                        RangeRows::Indexed(_, _, rows) => rows.len() as u64,
+                        RangeRows::Spilled(files) => files.iter().map(|f| f.rows).sum(),
+                    };
+                    let mut writer = RollingWriter::new(WriterConfig {
+                        expected_rows: Some(expected_rows),
+                        ..config(tags.clone(), index)
+                    });
                     let mut out = RangeOutput {
                         writer: &mut writer,
                         cancel: &context.cancel,
@@ -328,13 +336,14 @@ pub(crate) fn run(
 }
 
 /// Steps 2 and 3: each column's rank buckets from its reservoir, and the cut points that
-/// split the sample's curve keys into `num_ranges` ranges of equal row counts (at most one
-/// per sampled row); with the sample's keys, ascending.
+/// split the sample's curve keys at the positions `cuts` (shares of the rows in `(0, 1)`,
+/// ascending: see [`crate::plan::Bin::range_cuts`]; at most one range per sampled row);
+/// with the sample's keys, ascending.
 fn key_space_of(
     reservoirs: Vec<Reservoir>,
     clustering: &Clustering,
     bits: u32,
-    num_ranges: usize,
+    cuts: &[f64],
 ) -> (Vec<ColumnBuckets>, Vec<u64>, Vec<u64>) {
     let (buckets, samples): (Vec<ColumnBuckets>, Vec<_>) =
         reservoirs.into_iter().map(|r| r.finish(bits)).unzip();
@@ -350,8 +359,7 @@ fn key_space_of(
         })
         .collect();
     sample_keys.sort_unstable();
-    let num_ranges = num_ranges.clamp(1, sample_rows.max(1));
-    let boundaries = range_boundaries(&sample_keys, num_ranges);
+    let boundaries = range_boundaries_at(&sample_keys, cuts);
     (buckets, boundaries, sample_keys)
 }
 
@@ -435,7 +443,8 @@ pub(crate) fn sample_key_space(
     if rows == 0 {
         return Ok((Vec::new(), Vec::new(), 0));
     }
-    let (buckets, boundaries, _) = key_space_of(reservoirs, clustering, bits, num_ranges);
+    let (buckets, boundaries, _) =
+        key_space_of(reservoirs, clustering, bits, &equal_cuts(num_ranges));
     Ok((
         buckets.iter().map(ColumnBuckets::to_cuts).collect(),
         boundaries,
@@ -797,10 +806,62 @@ pub fn range_boundaries(sorted_keys: &[u64], num_ranges: usize) -> Vec<u64> {
     if len == 0 || num_ranges <= 1 {
         return Vec::new();
     }
-    let slack = len / (num_ranges * BOUNDARY_SLACK_DIVISOR);
-    let mut boundaries: Vec<u64> = (1..num_ranges)
-        .map(|k| {
-            let at = k * len / num_ranges;
+    let positions: Vec<usize> = (1..num_ranges).map(|k| k * len / num_ranges).collect();
+    boundaries_at(
+        sorted_keys,
+        &positions,
+        len / (num_ranges * BOUNDARY_SLACK_DIVISOR),
+    )
+}
+
+/// The positions `k / num_ranges` for `k` in `1..num_ranges`: equal shares.
+#[expect(clippy::cast_precision_loss, reason = "range counts far below 2^52")]
+fn equal_cuts(num_ranges: usize) -> Vec<f64> {
+    (1..num_ranges)
+        .map(|k| k as f64 / num_ranges as f64)
+        .collect()
+}
+
+/// Cuts sorted sample keys at the positions `cuts` (shares of the keys in `(0, 1)`,
+/// ascending), each cut moved as in [`range_boundaries`] within [`BOUNDARY_SLACK_DIVISOR`] of
+/// the smallest range's rows. At most one range per key; distinct cut keys, ascending.
+#[must_use]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "positions inside the sample, rounded"
+)]
+pub fn range_boundaries_at(sorted_keys: &[u64], cuts: &[f64]) -> Vec<u64> {
+    let len = sorted_keys.len();
+    let mut positions: Vec<usize> = cuts
+        .iter()
+        .filter(|at| at.is_finite() && **at > 0.0 && **at < 1.0)
+        .map(|at| (at * len as f64).round() as usize)
+        .filter(|&at| at > 0 && at < len)
+        .collect();
+    positions.dedup();
+    if positions.is_empty() {
+        return Vec::new();
+    }
+    let smallest = std::iter::once(0)
+        .chain(positions.iter().copied())
+        .chain(std::iter::once(len))
+        .collect::<Vec<_>>()
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .min()
+        .unwrap_or(len);
+    boundaries_at(sorted_keys, &positions, smallest / BOUNDARY_SLACK_DIVISOR)
+}
+
+/// The cut keys at `positions` of `sorted_keys` (each in `1..len`), each moved within `slack`
+/// keys either way to the roundest key ([`roundest`]); distinct, ascending.
+fn boundaries_at(sorted_keys: &[u64], positions: &[usize], slack: usize) -> Vec<u64> {
+    let len = sorted_keys.len();
+    let mut boundaries: Vec<u64> = positions
+        .iter()
+        .map(|&at| {
             let lo = sorted_keys[at.saturating_sub(slack)];
             let hi = sorted_keys[(at + slack).min(len - 1)];
             roundest(lo, hi)
@@ -954,5 +1015,21 @@ mod tests {
         }
         assert!(range_boundaries(&keys, 1).is_empty());
         assert!(range_boundaries(&[], 5).is_empty());
+        // Cut at shares of the keys: one range of 70% and a remainder.
+        let keys: Vec<u64> = (0..1000u64).map(|k| k * 7).collect();
+        let cut = range_boundaries_at(&keys, &[0.7]);
+        assert_eq!(cut.len(), 1);
+        let below = keys.partition_point(|k| *k < cut[0]);
+        assert!(
+            (650..=750).contains(&below),
+            "{below} keys below {}",
+            cut[0]
+        );
+        // Equal shares match range_boundaries within the slack.
+        let equal = range_boundaries_at(&keys, &[0.25, 0.5, 0.75]);
+        assert_eq!(equal.len(), 3);
+        assert!(range_boundaries_at(&keys, &[]).is_empty());
+        assert!(range_boundaries_at(&[], &[0.5]).is_empty());
+        assert!(range_boundaries_at(&keys, &[0.0, 1.0, f64::NAN]).is_empty());
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod cluster;
 mod convert;
+pub mod estimate;
 pub mod leftovers;
 pub mod read;
 pub mod stats;
@@ -205,6 +206,7 @@ fn run_bin(
         tags,
         store: context.reader.store.clone(),
         runtime: context.reader.runtime.clone(),
+        expected_rows: None,
     };
     let mut written = Vec::new();
     let rows = match &plan.clustering {
@@ -223,7 +225,10 @@ fn run_bin(
             table,
             context,
             bin,
-            config(BTreeMap::new(), 0),
+            write::WriterConfig {
+                expected_rows: expected_rows(bin, context),
+                ..config(BTreeMap::new(), 0)
+            },
             progress,
             &mut written,
         )
@@ -259,6 +264,22 @@ fn run_bin(
     });
     progress.bin_finished(bin);
     (result, written)
+}
+
+/// The rows a compaction bin writes, when the log knows them: its live rows, or their
+/// expected sample ([`read::Reader::sample`]).
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "an estimate of a row count"
+)]
+fn expected_rows(bin: &Bin, context: &RewriteContext) -> Option<u64> {
+    let rows = bin.input_rows?;
+    Some(match context.reader.sample {
+        Some((fraction, _)) => (rows as f64 * fraction).round() as u64,
+        None => rows,
+    })
 }
 
 /// Bin-packing: streams the bin's files, in order, into rolling files. Returns the rows read;

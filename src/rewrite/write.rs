@@ -1,8 +1,13 @@
 //! Writing the rows of one bin into Parquet files of about the target size, with their stats.
 //!
-//! Files roll over once the bytes already flushed reach the target; row groups are flushed
-//! when their in-memory size reaches a quarter of the target (at most 128 MiB), so a file
-//! exceeds the target by at most one row group. File names follow Spark's shape:
+//! A file's size is the bytes flushed plus half the in-memory size of the open row group.
+//! Without a row count for the stream a file closes once that reaches the target. With one
+//! (a bin's live rows, a clustering range's rows), the bytes still to come are estimated
+//! from the bytes per row written so far, and a file closes once it holds its share of what
+//! is left by [`crate::plan::output_files`]: files land within
+//! [`crate::plan::FILE_SIZE_TOLERANCE`] of the target, and the last one takes the rest
+//! instead of leaving a sliver; never past 1.2x the target. Row groups are flushed when
+//! their in-memory size reaches a quarter of the target (at most 128 MiB). File names follow Spark's shape:
 //! `part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet`, inside the partition's directory
 //! ([`crate::plan::PartitionPlan::directory`]).
 
@@ -160,9 +165,12 @@ pub(crate) struct RollingWriter {
     // resources
     store: Arc<dyn ObjectStore>,
     runtime: tokio::runtime::Handle,
+    expected_rows: Option<u64>,
     // state
     current: Option<(ArrowWriter<Vec<u8>>, StatsCollector)>,
     written: Vec<WrittenFile>,
+    /// Rows handed to the writer so far, over every file.
+    rows: u64,
 }
 
 /// What a [`RollingWriter`] needs to know.
@@ -183,6 +191,20 @@ pub(crate) struct WriterConfig {
     pub tags: BTreeMap<String, String>,
     pub store: Arc<dyn ObjectStore>,
     pub runtime: tokio::runtime::Handle,
+    /// Rows the stream will hold, when known (an estimate: it only moves where files are
+    /// cut): files are then cut by [`crate::plan::output_files`] of the bytes still to come.
+    pub expected_rows: Option<u64>,
+}
+
+/// The writer properties of every file written: `codec`, row groups of at most 2^20 rows
+/// and a quarter of `target_file_bytes` of memory (between 1 MiB and [`MAX_ROW_GROUP_BYTES`]).
+pub(crate) fn writer_properties(codec: Codec, target_file_bytes: u64) -> WriterProperties {
+    let row_group_bytes = (target_file_bytes / 4).clamp(1 << 20, MAX_ROW_GROUP_BYTES);
+    WriterProperties::builder()
+        .set_compression(codec.parquet())
+        .set_max_row_group_row_count(Some(1 << 20))
+        .set_max_row_group_bytes(Some(usize::try_from(row_group_bytes).unwrap_or(usize::MAX)))
+        .build()
 }
 
 impl RollingWriter {
@@ -200,8 +222,10 @@ impl RollingWriter {
             tags: config.tags,
             store: config.store,
             runtime: config.runtime,
+            expected_rows: config.expected_rows,
             current: None,
             written: Vec::new(),
+            rows: 0,
         }
     }
 
@@ -212,12 +236,34 @@ impl RollingWriter {
     }
 
     fn properties(&self) -> WriterProperties {
-        let row_group_bytes = (self.target_file_bytes / 4).clamp(1 << 20, MAX_ROW_GROUP_BYTES);
-        WriterProperties::builder()
-            .set_compression(self.codec.parquet())
-            .set_max_row_group_row_count(Some(1 << 20))
-            .set_max_row_group_bytes(Some(usize::try_from(row_group_bytes).unwrap_or(usize::MAX)))
-            .build()
+        writer_properties(self.codec, self.target_file_bytes)
+    }
+
+    /// Whether the open file, of `current` bytes, is to be closed now (see the module
+    /// documentation).
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "byte estimates, rounded"
+    )]
+    fn is_full(&self, current: u64) -> bool {
+        let target = self.target_file_bytes;
+        let most = (target as f64 * (1.0 + crate::plan::FILE_SIZE_TOLERANCE)) as u64;
+        let least = (target as f64 * (1.0 - crate::plan::FILE_SIZE_TOLERANCE)) as u64;
+        if current >= most {
+            return true;
+        }
+        if current < least {
+            return false;
+        }
+        let Some(expected) = self.expected_rows else {
+            return current >= target;
+        };
+        let closed: u64 = self.written.iter().map(|f| f.size_bytes).sum();
+        let per_row = (closed + current) as f64 / self.rows.max(1) as f64;
+        let left = (expected.saturating_sub(self.rows) as f64 * per_row) as u64;
+        current >= crate::plan::output_files(current + left, target).file_bytes
     }
 
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -240,9 +286,9 @@ impl RollingWriter {
             path: self.directory.clone(),
             source,
         })?;
-        if writer.bytes_written() as u64 + writer.in_progress_size() as u64 / 2
-            >= self.target_file_bytes
-        {
+        self.rows += batch.num_rows() as u64;
+        let current = writer.bytes_written() as u64 + writer.in_progress_size() as u64 / 2;
+        if self.is_full(current) {
             self.close_current()?;
         }
         Ok(())
@@ -366,6 +412,7 @@ mod tests {
             tags: BTreeMap::new(),
             store: store.clone(),
             runtime: runtime.handle().clone(),
+            expected_rows: None,
         });
         for chunk in 0..40i64 {
             let ids: Vec<i64> = (chunk * 1000..(chunk + 1) * 1000).collect();
@@ -413,6 +460,99 @@ mod tests {
             next_id += file.num_records;
             assert_eq!(stats["maxValues"]["id"], next_id - 1);
         }
+    }
+
+    /// Writes `batches` batches of 8,192 rows (a sequential id, a random double, a string of
+    /// 1,000 values) at a 2 MiB target; returns the file sizes and rows.
+    fn roll(batches: i64, expected_rows: Option<u64>) -> (Vec<u64>, u64) {
+        use deltalake::arrow::array::Float64Array;
+        use rand::{Rng as _, SeedableRng as _};
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("x", DataType::Float64, false),
+            Field::new("s", DataType::Utf8, false),
+        ]));
+        let leaf = |name: &str, t: PrimitiveType| LeafColumn {
+            logical: vec![name.into()],
+            physical: vec![name.into()],
+            data_type: DeltaType::Primitive(t),
+        };
+        let mut writer = RollingWriter::new(WriterConfig {
+            schema: schema.clone(),
+            directory: String::new(),
+            bin_id: 0,
+            run_id: "0123456789abcdef".into(),
+            writer: 0,
+            codec: Codec::default(),
+            target_file_bytes: 2 << 20,
+            leaves: vec![
+                leaf("id", PrimitiveType::Long),
+                leaf("x", PrimitiveType::Double),
+                leaf("s", PrimitiveType::String),
+            ],
+            with_tight_bounds: false,
+            tags: BTreeMap::new(),
+            store,
+            runtime: runtime.handle().clone(),
+            expected_rows,
+        });
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for chunk in 0..batches {
+            let ids: Vec<i64> = (chunk * 8192..(chunk + 1) * 8192).collect();
+            let x: Vec<f64> = ids.iter().map(|_| rng.random::<f64>()).collect();
+            let s: Vec<String> = ids
+                .iter()
+                .map(|_| format!("word-{}", rng.random_range(0..1000)))
+                .collect();
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(ids)),
+                    Arc::new(Float64Array::from(x)),
+                    Arc::new(StringArray::from(s)),
+                ],
+            )
+            .unwrap();
+            writer.write(&batch).unwrap();
+        }
+        writer.finish().unwrap();
+        let files = writer.written();
+        (
+            files.iter().map(|f| f.size_bytes).collect(),
+            files.iter().map(|f| f.num_records).sum(),
+        )
+    }
+
+    #[test]
+    fn files_with_a_known_row_count_land_near_the_target_without_a_sliver() {
+        let target = 2u64 << 20;
+        // Without a row count: files of the target and whatever is left.
+        let (plain, rows) = roll(120, None);
+        assert_eq!(rows, 120 * 8192);
+        let total: u64 = plain.iter().sum();
+        // With one: the files output_files asks for, each within 20% of the target.
+        let (sized, rows) = roll(120, Some(120 * 8192));
+        assert_eq!(rows, 120 * 8192);
+        let wanted = crate::plan::output_files(total, target);
+        assert!(
+            sized.len() as u64 == wanted.files,
+            "{sized:?} against {wanted:?} ({plain:?})"
+        );
+        let within = |size: u64| size * 5 >= target * 4 && size * 5 <= target * 6;
+        let remainders = sized.iter().filter(|&&s| !within(s)).count();
+        assert!(
+            remainders == usize::from(wanted.file_bytes == target),
+            "{sized:?} against {wanted:?}"
+        );
+        // A row count far too low never lets a file grow past 1.2x the target.
+        let (capped, rows) = roll(120, Some(8192));
+        assert_eq!(rows, 120 * 8192);
+        assert!(
+            capped.iter().all(|&s| s * 5 <= target * 6 + target / 2),
+            "{capped:?}"
+        );
     }
 
     #[test]

@@ -470,7 +470,7 @@ pub async fn plan(
 ) -> Result<WorkOrder> {
     let table = TableView::load(location, None).await?;
     table.protocol.check_writable(&table.display_location())?;
-    let mut plan = plan::plan(&table, &options.plan)?;
+    let mut plan = crate::optimize::plan_sized(&table, options).await?;
     if plan.run_id.is_empty() {
         plan.run_id = plan::new_run_id();
     }
@@ -605,6 +605,8 @@ async fn split_scopes(
                     input_rows: None,
                     num_deletion_vectors: bin.num_deletion_vectors,
                     expected_output_files: (end - first) as u64,
+                    expected_output_bytes: bin.expected_output_bytes * (end - first) as u64
+                        / ranges.max(1) as u64,
                     key_range: Some(KeyRange { space, first, end }),
                 });
             }

@@ -780,21 +780,24 @@ pub fn plan(out: &mut impl Write, plan: &delta_layout::plan::Plan) -> io::Result
         let files: usize = partition.bins.iter().map(|b| b.files.len()).sum();
         let bytes: u64 = partition.bins.iter().map(|b| b.input_bytes).sum();
         let outputs: u64 = partition.bins.iter().map(|b| b.expected_output_files).sum();
+        let output_bytes: u64 = partition.bins.iter().map(|b| b.expected_output_bytes).sum();
         writeln!(
             out,
-            "  {}: {}, {}, {}, about {}",
+            "  {}: {}, {}, {}, about {} of {}",
             partition.display,
             count(partition.bins.len() as u64, "bin"),
             count(files as u64, "input file"),
             format_size(bytes),
-            count(outputs, "output file")
+            count(outputs, "output file"),
+            format_size(output_bytes)
         )?;
     }
     writeln!(
         out,
-        "total: {}, {}, {}",
+        "total: {}, {}, {}; written at about {:.0}% of the live input bytes",
         count(plan.bins().count() as u64, "bin"),
         count(plan.num_input_files() as u64, "input file"),
-        format_size(plan.input_bytes())
+        format_size(plan.input_bytes()),
+        plan.output_ratio * 100.0
     )
 }

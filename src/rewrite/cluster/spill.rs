@@ -20,12 +20,15 @@ const COALESCE_ROWS: usize = crate::rewrite::READ_ROWS_PER_WRITE;
 pub(super) struct SpillFiles {
     directory: Arc<tempfile::TempDir>,
     writers: Vec<Mutex<Option<StreamWriter<BufWriter<File>>>>>,
+    rows: Vec<std::sync::atomic::AtomicU64>,
 }
 
 /// One finished spill file; holds the directory alive.
 pub(super) struct SpillFile {
     _directory: Arc<tempfile::TempDir>,
     path: std::path::PathBuf,
+    /// Rows spilled into it.
+    pub(super) rows: u64,
 }
 
 fn io(path: &Path, source: std::io::Error) -> Error {
@@ -42,6 +45,9 @@ impl SpillFiles {
         Ok(Self {
             directory: Arc::new(directory),
             writers: (0..ranges).map(|_| Mutex::new(None)).collect(),
+            rows: (0..ranges)
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
         })
     }
 
@@ -62,6 +68,10 @@ impl SpillFiles {
                 .map_err(|e| Error::arrow("spilling rows", e))?;
             *slot = Some(writer);
         }
+        self.rows[range].fetch_add(
+            batch.num_rows() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         slot.as_mut()
             .expect("created above")
             .write(batch)
@@ -71,7 +81,7 @@ impl SpillFiles {
     /// Closes every spill file; `None` for a piece that got no rows.
     pub(super) fn finish(self) -> Result<Vec<Option<SpillFile>>> {
         let mut out = Vec::with_capacity(self.writers.len());
-        for (piece, slot) in self.writers.into_iter().enumerate() {
+        for ((piece, slot), rows) in self.writers.into_iter().enumerate().zip(self.rows) {
             let writer = slot
                 .into_inner()
                 .map_err(|_| Error::Internal("a spill writer was poisoned".into()))?;
@@ -87,6 +97,7 @@ impl SpillFiles {
                             .directory
                             .path()
                             .join(format!("range-{piece:06}.arrows")),
+                        rows: rows.into_inner(),
                     }));
                 }
             }
