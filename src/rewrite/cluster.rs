@@ -108,9 +108,11 @@ pub(crate) fn run(
                             })
                             .collect::<Result<_>>()?;
                     }
-                    for (reservoir, column) in reservoirs.iter_mut().zip(&columns) {
-                        reservoir.add(column)?;
-                    }
+                    // One column per thread: the reservoirs are independent.
+                    reservoirs
+                        .par_iter_mut()
+                        .zip(columns.par_iter())
+                        .try_for_each(|(reservoir, column)| reservoir.add(column))?;
                     batch
                 }
                 Some((space, range)) => {
@@ -165,27 +167,40 @@ pub(crate) fn run(
     let ranges: Vec<RangeRows> = if in_memory {
         // Keys in parallel, then each range as (key, batch, row) triples in routing order;
         // the rows are gathered straight from the batches when the range is written.
-        let keys = batches
+        // Each batch is keyed and routed on its own (in parallel), then each range's rows
+        // are joined in batch order (in parallel): the routing order of a sequential pass.
+        let num_ranges = boundaries.len() + 1;
+        let routed = batches
             .par_iter()
-            .map(|batch| {
+            .enumerate()
+            .map(|(b, batch)| {
                 if cancelled() {
                     return Err(Error::Cancelled);
                 }
-                row_keys(batch, clustering, &buckets)
+                let keys = row_keys(batch, clustering, &buckets)?;
+                let b = u32::try_from(b).unwrap_or(u32::MAX);
+                let mut parts: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); num_ranges];
+                for (row, &key) in keys.iter().enumerate() {
+                    let range = boundaries.partition_point(|cut| *cut <= key);
+                    parts[range].push((key, b, u32::try_from(row).unwrap_or(u32::MAX)));
+                }
+                Ok(parts)
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut members: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); boundaries.len() + 1];
-        for (b, batch_keys) in keys.iter().enumerate() {
-            if cancelled() {
-                return Err(Error::Cancelled);
-            }
-            let b = u32::try_from(b).unwrap_or(u32::MAX);
-            for (row, &key) in batch_keys.iter().enumerate() {
-                let range = boundaries.partition_point(|cut| *cut <= key);
-                members[range].push((key, b, u32::try_from(row).unwrap_or(u32::MAX)));
-            }
+        if cancelled() {
+            return Err(Error::Cancelled);
         }
-        drop(keys);
+        let members: Vec<Vec<(u64, u32, u32)>> = (0..num_ranges)
+            .into_par_iter()
+            .map(|range| {
+                let mut rows = Vec::with_capacity(routed.iter().map(|p| p[range].len()).sum());
+                for parts in &routed {
+                    rows.extend_from_slice(&parts[range]);
+                }
+                rows
+            })
+            .collect();
+        drop(routed);
         let ties = std::sync::Arc::new(TieBreak::of_batches(&batches, clustering)?);
         if cancelled() {
             return Err(Error::Cancelled);
@@ -615,7 +630,9 @@ fn write_sorted(
     if rows.is_empty() {
         return Ok(());
     }
-    rows.sort_by_key(|r| r.0);
+    // Stable, in parallel: a range keeps idle cores busy when there are fewer ranges than
+    // cores.
+    rows.par_sort_by_key(|r| r.0);
     out.check_cancel()?;
     ties.order_runs(
         &mut rows,
@@ -894,22 +911,41 @@ fn for_each_file_in_order(
     table: &TableView,
     bin: &Bin,
     context: &RewriteContext,
-    advance: &dyn Fn(u64),
-    each: &mut dyn FnMut(Vec<RecordBatch>) -> Result<()>,
+    advance: &(dyn Fn(u64) + Sync),
+    each: &mut (dyn FnMut(Vec<RecordBatch>) -> Result<()> + Send),
 ) -> Result<()> {
-    let chunk = rayon::current_num_threads().max(1);
-    for indices in bin.files.chunks(chunk) {
+    let read = |indices: &[usize]| -> Vec<Result<Vec<RecordBatch>>> {
+        indices
+            .par_iter()
+            .map(|&i| context.reader.read(&table.files[i]))
+            .collect()
+    };
+    let chunks: Vec<&[usize]> = bin
+        .files
+        .chunks(rayon::current_num_threads().max(1))
+        .collect();
+    let Some(first) = chunks.first() else {
+        return Ok(());
+    };
+    // The next chunk is read while `each` takes the current one.
+    let mut current = read(first);
+    for (n, indices) in chunks.iter().enumerate() {
         if context.cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }
-        let read: Vec<Result<Vec<RecordBatch>>> = indices
-            .par_iter()
-            .map(|&i| context.reader.read(&table.files[i]))
-            .collect();
-        for (&index, batches) in indices.iter().zip(read) {
-            each(batches?)?;
-            advance(table.files[index].size_bytes);
-        }
+        let taken = std::mem::take(&mut current);
+        let (next, handled) = rayon::join(
+            || chunks.get(n + 1).map(|next| read(next)),
+            || -> Result<()> {
+                for (&index, batches) in indices.iter().zip(taken) {
+                    each(batches?)?;
+                    advance(table.files[index].size_bytes);
+                }
+                Ok(())
+            },
+        );
+        handled?;
+        current = next.unwrap_or_default();
     }
     Ok(())
 }

@@ -1,13 +1,18 @@
 //! Writing the rows of one bin into Parquet files of about the target size, with their stats.
 //!
-//! A file's size is the bytes flushed plus half the in-memory size of the open row group.
-//! Without a row count for the stream a file closes once that reaches the target. With one
+//! Rows are buffered as Arrow batches until they make a row group ([`row_group_bytes`] at
+//! the bytes per row encoded so far, at most [`MAX_ROW_GROUP_ROWS`]; the first one
+//! [`first_row_group_rows`]),
+//! which is then encoded with its columns in parallel (arrow-rs' `ArrowColumnWriter`, one
+//! task per leaf column), so one writer keeps several cores busy: a partition that yields
+//! only a few large files no longer encodes on one core. A file's size is its encoded row
+//! groups plus the buffered rows at that bytes per row. Without a row count for the stream
+//! a file closes once that reaches the target. With one
 //! (a bin's live rows, a clustering range's rows), the bytes still to come are estimated
 //! from the bytes per row written so far, and a file closes once it holds its share of what
 //! is left by [`crate::plan::output_files`]: files land within
 //! [`crate::plan::FILE_SIZE_TOLERANCE`] of the target, and the last one takes the rest
-//! instead of leaving a sliver; never past 1.2x the target. Row groups are flushed when
-//! their in-memory size reaches a quarter of the target (at most 128 MiB). File names follow Spark's shape:
+//! instead of leaving a sliver; never past 1.2x the target. File names follow Spark's shape:
 //! `part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet`, inside the partition's directory
 //! ([`crate::plan::PartitionPlan::directory`]).
 
@@ -18,9 +23,15 @@ use std::sync::Arc;
 use deltalake::arrow::array::RecordBatch;
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::parquet::arrow::ArrowWriter;
+use deltalake::parquet::arrow::arrow_writer::{
+    ArrowLeafColumn, ArrowRowGroupWriterFactory, compute_leaves,
+};
 use deltalake::parquet::basic::Compression;
+use deltalake::parquet::errors::ParquetError;
 use deltalake::parquet::file::properties::WriterProperties;
+use deltalake::parquet::file::writer::SerializedFileWriter;
 use deltalake::{ObjectStore, Path};
+use rayon::prelude::*;
 
 use super::stats::StatsCollector;
 use crate::error::{Error, Result};
@@ -129,8 +140,8 @@ impl Codec {
     }
 }
 
-/// Largest row group buffered in memory before it is flushed, bytes.
-pub const MAX_ROW_GROUP_BYTES: u64 = 128 << 20;
+/// Largest row group, encoded bytes (64 MiB).
+pub const MAX_ROW_GROUP_BYTES: u64 = 64 << 20;
 
 pub use crate::plan::directory::{NULL_PARTITION_DIR_VALUE, escape_path_name, partition_directory};
 
@@ -167,10 +178,25 @@ pub(crate) struct RollingWriter {
     runtime: tokio::runtime::Handle,
     expected_rows: Option<u64>,
     // state
-    current: Option<(ArrowWriter<Vec<u8>>, StatsCollector)>,
+    current: Option<OpenFile>,
     written: Vec<WrittenFile>,
     /// Rows handed to the writer so far, over every file.
     rows: u64,
+    /// Rows and bytes of the row groups encoded so far, over every file: the bytes per row
+    /// that size the rows not yet encoded.
+    encoded_rows: u64,
+    encoded_bytes: u64,
+}
+
+/// The file being written: its row groups encoded so far, and the rows of the next one.
+struct OpenFile {
+    writer: SerializedFileWriter<Vec<u8>>,
+    factory: ArrowRowGroupWriterFactory,
+    stats: StatsCollector,
+    /// Rows of the next row group, not yet encoded.
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    row_groups: usize,
 }
 
 /// What a [`RollingWriter`] needs to know.
@@ -196,14 +222,41 @@ pub(crate) struct WriterConfig {
     pub expected_rows: Option<u64>,
 }
 
-/// The writer properties of every file written: `codec`, row groups of at most 2^20 rows
-/// and a quarter of `target_file_bytes` of memory (between 1 MiB and [`MAX_ROW_GROUP_BYTES`]).
+/// Most rows of a row group: 2^20.
+pub const MAX_ROW_GROUP_ROWS: usize = 1 << 20;
+/// Most rows of a writer's first row group (65,536), which measures the bytes per row that
+/// size the later ones.
+pub const FIRST_ROW_GROUP_ROWS: usize = 1 << 16;
+
+/// Rows of a writer's first row group at `target_file_bytes`: one per 64 bytes of the
+/// target, between 1,024 and [`FIRST_ROW_GROUP_ROWS`] (so a small target is not passed before
+/// anything is measured).
+#[must_use]
+pub fn first_row_group_rows(target_file_bytes: u64) -> usize {
+    usize::try_from(target_file_bytes / 64)
+        .unwrap_or(usize::MAX)
+        .clamp(1 << 10, FIRST_ROW_GROUP_ROWS)
+}
+
+/// The encoded bytes of a row group at `target_file_bytes`: a quarter of the target, between
+/// 1 MiB and [`MAX_ROW_GROUP_BYTES`] (fewer when [`MAX_ROW_GROUP_ROWS`] comes first). The
+/// rows of one row group are held as Arrow batches until it is encoded: about two to four
+/// times these bytes.
+#[must_use]
+pub fn row_group_bytes(target_file_bytes: u64) -> u64 {
+    (target_file_bytes / 4).clamp(1 << 20, MAX_ROW_GROUP_BYTES)
+}
+
+/// The writer properties of every file written: `codec`, row groups of at most
+/// [`MAX_ROW_GROUP_ROWS`] rows and [`row_group_bytes`] (what `ArrowWriter` itself would cut
+/// at; the rolling writer cuts its row groups itself, by the same limits).
 pub(crate) fn writer_properties(codec: Codec, target_file_bytes: u64) -> WriterProperties {
-    let row_group_bytes = (target_file_bytes / 4).clamp(1 << 20, MAX_ROW_GROUP_BYTES);
     WriterProperties::builder()
         .set_compression(codec.parquet())
-        .set_max_row_group_row_count(Some(1 << 20))
-        .set_max_row_group_bytes(Some(usize::try_from(row_group_bytes).unwrap_or(usize::MAX)))
+        .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
+        .set_max_row_group_bytes(Some(
+            usize::try_from(row_group_bytes(target_file_bytes)).unwrap_or(usize::MAX),
+        ))
         .build()
 }
 
@@ -226,6 +279,8 @@ impl RollingWriter {
             current: None,
             written: Vec::new(),
             rows: 0,
+            encoded_rows: 0,
+            encoded_bytes: 0,
         }
     }
 
@@ -266,36 +321,127 @@ impl RollingWriter {
         current >= crate::plan::output_files(current + left, target).file_bytes
     }
 
+    /// Encoded bytes expected of `rows` rows not yet encoded, at the bytes per row encoded
+    /// so far; `None` before the first row group. (By row counts and encoded bytes alone, so
+    /// the same rows in other batches give the same files: out-of-core clustering writes the
+    /// files an in-memory run writes.)
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "byte estimates, rounded"
+    )]
+    fn expected_bytes(&self, rows: usize) -> Option<u64> {
+        (self.encoded_rows > 0)
+            .then(|| (rows as f64 * self.encoded_bytes as f64 / self.encoded_rows as f64) as u64)
+    }
+
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        if self.current.is_none() {
-            let writer =
-                ArrowWriter::try_new(Vec::new(), self.schema.clone(), Some(self.properties()))
-                    .map_err(|source| Error::Parquet {
-                        path: self.directory.clone(),
-                        source,
-                    })?;
-            let stats = StatsCollector::new(self.leaves.clone(), self.with_tight_bounds);
-            self.current = Some((writer, stats));
-        }
-        let (writer, stats) = self.current.as_mut().expect("opened above");
-        stats.update(batch)?;
-        writer.write(batch).map_err(|source| Error::Parquet {
+        let parquet = |source| Error::Parquet {
             path: self.directory.clone(),
             source,
-        })?;
+        };
+        if self.current.is_none() {
+            let (writer, factory) =
+                ArrowWriter::try_new(Vec::new(), self.schema.clone(), Some(self.properties()))
+                    .and_then(ArrowWriter::into_serialized_writer)
+                    .map_err(parquet)?;
+            self.current = Some(OpenFile {
+                writer,
+                factory,
+                stats: StatsCollector::new(self.leaves.clone(), self.with_tight_bounds),
+                pending: Vec::new(),
+                pending_rows: 0,
+                row_groups: 0,
+            });
+        }
+        let file = self.current.as_mut().expect("opened above");
+        file.stats.update(batch)?;
+        file.pending.push(batch.clone());
+        file.pending_rows += batch.num_rows();
         self.rows += batch.num_rows() as u64;
-        let current = writer.bytes_written() as u64 + writer.in_progress_size() as u64 / 2;
+        let pending_rows = file.pending_rows;
+        let full = match self.expected_bytes(pending_rows) {
+            Some(bytes) => bytes >= row_group_bytes(self.target_file_bytes),
+            None => pending_rows >= first_row_group_rows(self.target_file_bytes),
+        };
+        if full || pending_rows >= MAX_ROW_GROUP_ROWS {
+            self.encode_row_group()?;
+        }
+        let file = self.current.as_ref().expect("opened above");
+        let current = file.writer.bytes_written() as u64
+            + self.expected_bytes(file.pending_rows).unwrap_or(0);
         if self.is_full(current) {
             self.close_current()?;
         }
         Ok(())
     }
 
+    /// Encodes the pending rows of the open file as one row group, its columns in parallel
+    /// (arrow-rs' `ArrowColumnWriter`: one writer per leaf column, each on its own task),
+    /// and appends it to the file.
+    fn encode_row_group(&mut self) -> Result<()> {
+        let Some(file) = self.current.as_mut() else {
+            return Ok(());
+        };
+        if file.pending.is_empty() {
+            return Ok(());
+        }
+        let parquet = |source| Error::Parquet {
+            path: self.directory.clone(),
+            source,
+        };
+        let batches = std::mem::take(&mut file.pending);
+        let rows = std::mem::take(&mut file.pending_rows);
+        let writers = file
+            .factory
+            .create_column_writers(file.row_groups)
+            .map_err(parquet)?;
+        // Each batch's leaf columns, in the writers' order.
+        let fields = self.schema.fields();
+        let num_leaves = writers.len();
+        let leaves = batches
+            .par_iter()
+            .map(|batch| {
+                let mut out = Vec::with_capacity(num_leaves);
+                for (field, column) in fields.iter().zip(batch.columns()) {
+                    out.extend(compute_leaves(field, column)?);
+                }
+                Ok(out)
+            })
+            .collect::<std::result::Result<Vec<Vec<ArrowLeafColumn>>, ParquetError>>()
+            .map_err(parquet)?;
+        drop(batches);
+        let chunks = writers
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, mut writer)| {
+                for batch in &leaves {
+                    writer.write(&batch[i])?;
+                }
+                writer.close()
+            })
+            .collect::<std::result::Result<Vec<_>, ParquetError>>()
+            .map_err(parquet)?;
+        drop(leaves);
+        let before = file.writer.bytes_written();
+        let mut row_group = file.writer.next_row_group().map_err(parquet)?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut row_group).map_err(parquet)?;
+        }
+        row_group.close().map_err(parquet)?;
+        file.row_groups += 1;
+        self.encoded_rows += rows as u64;
+        self.encoded_bytes += (file.writer.bytes_written() - before) as u64;
+        Ok(())
+    }
+
     fn close_current(&mut self) -> Result<()> {
-        let Some((writer, stats)) = self.current.take() else {
+        self.encode_row_group()?;
+        let Some(OpenFile { writer, stats, .. }) = self.current.take() else {
             return Ok(());
         };
         let seq = self.written.len();
