@@ -746,7 +746,7 @@ impl TieBreak {
         }
         let columns = clustering
             .leaves
-            .iter()
+            .par_iter()
             .map(|leaf| {
                 let parts = batches
                     .iter()

@@ -21,6 +21,7 @@ use deltalake::parquet::arrow::arrow_reader::{
 };
 use deltalake::{ObjectStore, Path};
 use object_store::ObjectStoreExt as _;
+use rayon::prelude::*;
 use url::Url;
 
 use crate::error::{Error, Result};
@@ -35,6 +36,9 @@ pub const DEFAULT_READ_CONCURRENCY: usize = 8;
 
 /// Bytes a prefetch holds at once: 256 MiB (or its first file alone, when larger).
 pub const PREFETCH_BYTES: u64 = 256 << 20;
+/// Fetched bytes of a compaction bin decoded at once, in parallel (16 MiB, or one larger
+/// file): bounds the decoded rows held while they wait for their turn to be written.
+pub const DECODE_BYTES: u64 = 16 << 20;
 
 /// What reading needs from the table, shared by every worker thread.
 #[derive(Clone)]
@@ -192,8 +196,9 @@ impl Reader {
 
     /// Reads `files` in order, fetching up to `concurrency` of them at once (a bounded
     /// prefetch: object stores answer each GET after tens of milliseconds, so a run of small
-    /// files is read at the latency of one). Each file is decoded as [`Reader::read`] does;
-    /// `each` gets the file and its batches. At most `concurrency` files' bytes, and at most
+    /// files is read at the latency of one). Each file is decoded as [`Reader::read`] does,
+    /// up to [`DECODE_BYTES`] of them in parallel; `each` gets the file and its batches, in
+    /// order. At most `concurrency` files' bytes, and at most
     /// [`PREFETCH_BYTES`] (or one file when it alone is larger), are held at once.
     ///
     /// # Errors
@@ -226,9 +231,32 @@ impl Reader {
                     .buffered(concurrency.max(1))
                     .collect(),
             );
-            for (file, bytes) in chunk.iter().zip(fetched) {
-                let batches = self.decode(file, bytes?)?;
-                each(file, batches)?;
+            // Decoded in parallel, in groups of at most DECODE_BYTES (or one file), and handed
+            // to `each` in order: a bin of many files keeps several cores busy.
+            let mut fetched = fetched.into_iter();
+            let mut first = 0;
+            while first < chunk.len() {
+                let mut last = first + 1;
+                let mut bytes = chunk[first].size_bytes;
+                while last < chunk.len()
+                    && bytes.saturating_add(chunk[last].size_bytes) <= DECODE_BYTES
+                {
+                    bytes += chunk[last].size_bytes;
+                    last += 1;
+                }
+                let group: Vec<(&'a DataFile, Result<bytes::Bytes>)> = chunk[first..last]
+                    .iter()
+                    .copied()
+                    .zip(fetched.by_ref())
+                    .collect();
+                let decoded: Vec<Result<Vec<RecordBatch>>> = group
+                    .into_par_iter()
+                    .map(|(file, bytes)| self.decode(file, bytes?))
+                    .collect();
+                for (file, batches) in chunk[first..last].iter().zip(decoded) {
+                    each(file, batches?)?;
+                }
+                first = last;
             }
             start = end;
         }

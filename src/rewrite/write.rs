@@ -140,8 +140,10 @@ impl Codec {
     }
 }
 
-/// Largest row group, encoded bytes (64 MiB).
-pub const MAX_ROW_GROUP_BYTES: u64 = 64 << 20;
+/// Largest row group, encoded bytes (16 MiB, about DuckDB's 122,880 rows of TPC-H
+/// lineitem): its rows wait as Arrow batches, two to four times these bytes, until the row
+/// group is encoded, so this bounds a writer's buffer.
+pub const MAX_ROW_GROUP_BYTES: u64 = 16 << 20;
 
 pub use crate::plan::directory::{NULL_PARTITION_DIR_VALUE, escape_path_name, partition_directory};
 
@@ -221,6 +223,10 @@ pub(crate) struct WriterConfig {
     /// cut): files are then cut by [`crate::plan::output_files`] of the bytes still to come.
     pub expected_rows: Option<u64>,
 }
+
+/// Most bytes reserved up front for a file being written (2 GiB; a file may still grow past
+/// it).
+pub const MAX_RESERVED_FILE_BYTES: u64 = 2 << 30;
 
 /// Most rows of a row group: 2^20.
 pub const MAX_ROW_GROUP_ROWS: usize = 1 << 20;
@@ -345,10 +351,22 @@ impl RollingWriter {
             source,
         };
         if self.current.is_none() {
-            let (writer, factory) =
-                ArrowWriter::try_new(Vec::new(), self.schema.clone(), Some(self.properties()))
-                    .and_then(ArrowWriter::into_serialized_writer)
-                    .map_err(parquet)?;
+            // The file is held in memory until it is uploaded. Reserved at its largest size
+            // up front: growing it by doubling copies it again and again, and pages never
+            // written are never resident.
+            let capacity = usize::try_from(
+                self.target_file_bytes
+                    .saturating_add(self.target_file_bytes / 4)
+                    .min(MAX_RESERVED_FILE_BYTES),
+            )
+            .unwrap_or(0);
+            let (writer, factory) = ArrowWriter::try_new(
+                Vec::with_capacity(capacity),
+                self.schema.clone(),
+                Some(self.properties()),
+            )
+            .and_then(ArrowWriter::into_serialized_writer)
+            .map_err(parquet)?;
             self.current = Some(OpenFile {
                 writer,
                 factory,
