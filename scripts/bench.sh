@@ -110,7 +110,7 @@ print(json.dumps({k:[v['overlap_depth_avg'],v['range']['skipped_files_fraction_a
   fi
   python3 - "$data" "$name" "$wall" "$rss" "$work/before.json" "$work/after.json" "$report" "$cpu" "$target_bytes" >> "$results" <<'PY'
 import json, sys
-data, name, wall, rss, before, after, report, cpu = sys.argv[1:]
+data, name, wall, rss, before, after, report, cpu = sys.argv[1:9]
 b, a = json.load(open(before)), json.load(open(after))
 print(json.dumps({"data": data, "name": name, "wall": float(wall), "rss": int(rss), "cpu": float(cpu),
   "files_before": b["files"], "bytes_before": b["bytes"], "rows_before": b["rows"],

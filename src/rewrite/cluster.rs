@@ -23,7 +23,8 @@
 //! samples, step 4 reads the files again and appends each row to its range's spill file
 //! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads as
 //! many ranges at a time as the budget holds (at least one), each range's rows held once and
-//! gathered in sorted order in chunks, as in memory. In memory, rows take at most half
+//! gathered in sorted order in chunks, as in memory; there the budget also counts each
+//! range writer's buffers (the file it writes, up to 1.25x the target, and a row group). In memory, rows take at most half
 //! the budget (the other half is for the rows being gathered and encoded). Ranges are about
 //! one output file each, so peak memory stays near the budget whatever the partition's size,
 //! unless a single range (one output file of rows) is larger than the budget. Both modes
@@ -145,13 +146,17 @@ pub(crate) fn run(
         return Ok((0, false));
     }
 
+    // What a range's writer holds besides its rows, counted against the budget out of core:
+    // the file it writes (up to 1.25x the target) and a row group's rows and encoded columns.
+    let target = config(BTreeMap::new(), 0).target_file_bytes;
+    let writer_bytes = target
+        .saturating_add(target / 4)
+        .saturating_add(4 * super::write::row_group_bytes(target));
+
     // 2. and 3. Buckets and range boundaries: from the plan's key space, or from the sample.
     let (buckets, boundaries, sample_keys) = match split {
         Some((space, _)) => (split_buckets, space.boundaries.clone(), Vec::new()),
-        None => {
-            let target = config(BTreeMap::new(), 0).target_file_bytes;
-            key_space_of(reservoirs, clustering, bits, &bin.range_cuts(target))
-        }
+        None => key_space_of(reservoirs, clustering, bits, &bin.range_cuts(target)),
     };
     if cancelled() {
         return Err(Error::Cancelled);
@@ -214,11 +219,13 @@ pub(crate) fn run(
         // Each range is cut into pieces of at most a quarter of the budget of rows (by the
         // sample), spilled apart and sorted one at a time: a range larger than the budget
         // (one output file of rows, at large targets) is never held whole.
-        let piece_rows = (context.memory_limit_bytes / 4)
-            .saturating_mul(rows)
-            .checked_div(arrow_bytes)
-            .unwrap_or(u64::MAX)
-            .max(1);
+        let piece_rows = ((context.memory_limit_bytes.saturating_sub(writer_bytes))
+            .max(context.memory_limit_bytes / 16)
+            / 4)
+        .saturating_mul(rows)
+        .checked_div(arrow_bytes)
+        .unwrap_or(u64::MAX)
+        .max(1);
         // In a split scope the rows read are those of this bin's ranges only.
         let all_rows = split.map_or(rows, |(_, mine)| {
             rows.saturating_mul(boundaries.len() as u64 + 1) / (mine.end - mine.first).max(1) as u64
@@ -284,15 +291,17 @@ pub(crate) fn run(
         ),
     ]);
     // Out of core, as many ranges at once as the budget holds (each counted as twice its
-    // rows' memory: the rows once, plus keys, gathered chunks and the writer's buffers), at
-    // least one.
+    // piece's memory, the rows once plus keys and gathered chunks, and its writer's
+    // buffers), at least one.
     let parallel = if in_memory {
         usize::MAX
     } else {
         let piece_bytes = (arrow_bytes / pieces.max(1) as u64).max(1);
-        usize::try_from(context.memory_limit_bytes / piece_bytes.saturating_mul(2))
-            .unwrap_or(usize::MAX)
-            .max(1)
+        usize::try_from(
+            context.memory_limit_bytes / piece_bytes.saturating_mul(2).saturating_add(writer_bytes),
+        )
+        .unwrap_or(usize::MAX)
+        .max(1)
     };
     progress.phase_started(scope, Phase::Write, rows);
     let advance_write = |rows: usize| progress.phase_advanced(scope, Phase::Write, rows as u64);
