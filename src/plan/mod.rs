@@ -54,8 +54,9 @@ pub struct OutputFiles {
 /// lands within [`FILE_SIZE_TOLERANCE`] of the target where the total allows, and at most one
 /// is a remainder:
 /// * up to 1.2x the target: one file;
-/// * else `n = floor(total / target)` equal files when each is at most 1.2x the target, or
-///   `n + 1` equal files when each is at least 0.8x the target;
+/// * else `n = ceil(total / target)` equal files when each is at least 0.8x the target (each
+///   at most the target), or `floor(total / target)` equal files when each is at most 1.2x
+///   the target;
 /// * else (only between 1.2x and 1.6x the target) one file of the target and a remainder.
 ///
 /// Pure; both the plan (bins and clustering ranges) and the rolling writer (when to start a
@@ -76,18 +77,20 @@ pub fn output_files(total_bytes: u64, target_bytes: u64) -> OutputFiles {
             file_bytes: total_bytes,
         };
     }
+    // Files of at most the target first: an estimate that comes out a little low then still
+    // fits the tolerance instead of cutting a sliver off every file.
+    let high = (total / target).ceil();
+    if total / high >= target * (1.0 - FILE_SIZE_TOLERANCE) {
+        return OutputFiles {
+            files: high as u64,
+            file_bytes: (total / high).ceil() as u64,
+        };
+    }
     let low = (total / target).floor().max(1.0);
     if total / low <= target * (1.0 + FILE_SIZE_TOLERANCE) {
         return OutputFiles {
             files: low as u64,
             file_bytes: (total / low).ceil() as u64,
-        };
-    }
-    let high = low + 1.0;
-    if total / high >= target * (1.0 - FILE_SIZE_TOLERANCE) {
-        return OutputFiles {
-            files: high as u64,
-            file_bytes: (total / high).ceil() as u64,
         };
     }
     OutputFiles {
@@ -794,10 +797,12 @@ mod tests {
         assert_eq!(cut(159), (2, 100));
         // From 1.6x on: equal files within 20% of the target.
         assert_eq!(cut(160), (2, 80));
-        assert_eq!(cut(240), (2, 120));
+        // At most the target where the tolerance allows, else at most 1.2x.
+        assert_eq!(cut(240), (3, 80));
         assert_eq!(cut(250), (3, 84));
+        assert_eq!(cut(230), (2, 115));
         assert_eq!(cut(1_000), (10, 100));
-        assert_eq!(cut(1_049), (10, 105));
+        assert_eq!(cut(1_049), (11, 96));
         for total in 161..5_000u64 {
             let c = output_files(total, 100);
             assert!(

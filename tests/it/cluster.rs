@@ -196,7 +196,7 @@ fn clustered_files_cover_compact_boxes() {
         let copy = dir.path().join(format!("{curve:?}-4"));
         copy_table(&source, &copy);
         let location = copy.display().to_string();
-        let sixty_four = total / 64;
+        let sixty_four = total.div_ceil(64);
         let outcome = optimize(
             &location,
             &clustering(curve, &["x", "y", "skewed", "w"], Some(sixty_four)),
