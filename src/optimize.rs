@@ -445,16 +445,28 @@ pub async fn rewrite(
 
 /// Plans `table` with `options`' plan options, bins and clustering ranges sized by the
 /// output ratio ([`PlanOptions::with_output_ratio`]): the one given, else the one
-/// [`rewrite::estimate`] measures on a sample of the planned files (read with the run's
+/// [`rewrite::estimate`] measures on a sample of the candidate files (read with the run's
 /// settings, written in memory with its codec), then planned again with it. Shared by
 /// `optimize` and the work orders' `plan`.
 ///
 /// # Errors
 /// Everything [`plan::plan`] returns; the read errors of the sampled files.
 pub(crate) async fn plan_sized(table: &TableView, options: &OptimizeOptions) -> Result<Plan> {
-    let first = plan::plan(table, &options.plan)?;
-    if first.is_empty() || options.plan.output_ratio().is_some() {
-        return Ok(first);
+    if options.plan.output_ratio().is_some() {
+        return plan::plan(table, &options.plan);
+    }
+    // The sample is drawn from a plan at the smallest ratio: every candidate of a partition in
+    // one bin, so that candidates a plan by input bytes would leave alone (each alone in its
+    // bin) are measured too.
+    let first = plan::plan(
+        table,
+        &options
+            .plan
+            .clone()
+            .with_output_ratio(Some(rewrite::estimate::MIN_RATIO)),
+    )?;
+    if first.is_empty() {
+        return plan::plan(table, &options.plan);
     }
     let mut reader = Reader::for_table(table)?;
     reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);

@@ -234,14 +234,17 @@ pub const MAX_ROW_GROUP_ROWS: usize = 1 << 20;
 /// size the later ones.
 pub const FIRST_ROW_GROUP_ROWS: usize = 1 << 16;
 
-/// Rows of a writer's first row group at `target_file_bytes`: one per 64 bytes of the
-/// target, between 1,024 and [`FIRST_ROW_GROUP_ROWS`] (so a small target is not passed before
-/// anything is measured).
+/// Fewest rows a writer takes at a time (64).
+pub const MIN_ROWS_PER_WRITE: usize = 64;
+
+/// Rows of a writer's first row group at `target_file_bytes`: one per KiB of the target,
+/// between 256 and [`FIRST_ROW_GROUP_ROWS`] (so a small target is not passed before anything
+/// is measured, unless rows are larger than 1 KiB encoded).
 #[must_use]
 pub fn first_row_group_rows(target_file_bytes: u64) -> usize {
-    usize::try_from(target_file_bytes / 64)
+    usize::try_from(target_file_bytes / 1024)
         .unwrap_or(usize::MAX)
-        .clamp(1 << 10, FIRST_ROW_GROUP_ROWS)
+        .clamp(1 << 8, FIRST_ROW_GROUP_ROWS)
 }
 
 /// The encoded bytes of a row group at `target_file_bytes`: a quarter of the target, between
@@ -342,7 +345,36 @@ impl RollingWriter {
             .then(|| (rows as f64 * self.encoded_bytes as f64 / self.encoded_rows as f64) as u64)
     }
 
+    /// Writes `batch`, in slices of [`RollingWriter::rows_per_write`] rows.
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let rows = self.rows_per_write().min(batch.num_rows() - offset);
+            self.write_rows(&batch.slice(offset, rows))?;
+            offset += rows;
+        }
+        Ok(())
+    }
+
+    /// Rows taken at a time, so that the open file is checked against the target about every
+    /// 1/16 of it (at the bytes per row encoded so far; before anything is encoded, the first
+    /// row group's rows): a batch larger than the target (a small target, a read batch of
+    /// many rows) no longer passes it whole.
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a row count, rounded"
+    )]
+    fn rows_per_write(&self) -> usize {
+        if self.encoded_rows == 0 || self.encoded_bytes == 0 {
+            return first_row_group_rows(self.target_file_bytes);
+        }
+        let per_row = self.encoded_bytes as f64 / self.encoded_rows as f64;
+        ((self.target_file_bytes as f64 / 16.0 / per_row) as usize).max(MIN_ROWS_PER_WRITE)
+    }
+
+    fn write_rows(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
@@ -629,6 +661,16 @@ mod tests {
     /// Writes `batches` batches of 8,192 rows (a sequential id, a random double, a string of
     /// 1,000 values) at a 2 MiB target; returns the file sizes and rows.
     fn roll(batches: i64, expected_rows: Option<u64>) -> (Vec<u64>, u64) {
+        roll_at(2 << 20, batches, 8192, expected_rows)
+    }
+
+    /// As [`roll`], at `target` bytes, in batches of `batch_rows` rows.
+    fn roll_at(
+        target: u64,
+        batches: i64,
+        batch_rows: i64,
+        expected_rows: Option<u64>,
+    ) -> (Vec<u64>, u64) {
         use deltalake::arrow::array::Float64Array;
         use rand::{Rng as _, SeedableRng as _};
         let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -650,7 +692,7 @@ mod tests {
             run_id: "0123456789abcdef".into(),
             writer: 0,
             codec: Codec::default(),
-            target_file_bytes: 2 << 20,
+            target_file_bytes: target,
             leaves: vec![
                 leaf("id", PrimitiveType::Long),
                 leaf("x", PrimitiveType::Double),
@@ -664,7 +706,7 @@ mod tests {
         });
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for chunk in 0..batches {
-            let ids: Vec<i64> = (chunk * 8192..(chunk + 1) * 8192).collect();
+            let ids: Vec<i64> = (chunk * batch_rows..(chunk + 1) * batch_rows).collect();
             let x: Vec<f64> = ids.iter().map(|_| rng.random::<f64>()).collect();
             let s: Vec<String> = ids
                 .iter()
@@ -717,6 +759,21 @@ mod tests {
             capped.iter().all(|&s| s * 5 <= target * 6 + target / 2),
             "{capped:?}"
         );
+    }
+
+    #[test]
+    fn a_batch_larger_than_the_target_is_cut() {
+        // One batch of 200,000 rows (about 2 MiB written) at a 128 KiB target.
+        let target = 128u64 << 10;
+        let (sizes, rows) = roll_at(target, 1, 200_000, Some(200_000));
+        assert_eq!(rows, 200_000);
+        assert!(sizes.len() >= 10, "{sizes:?}");
+        assert!(
+            sizes.iter().all(|&s| s * 5 <= target * 6),
+            "{sizes:?} against {target}"
+        );
+        let small = sizes.iter().filter(|&&s| s * 5 < target * 4).count();
+        assert!(small <= 1, "{sizes:?} against {target}");
     }
 
     #[test]
