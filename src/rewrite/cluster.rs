@@ -24,10 +24,11 @@
 //! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads as
 //! many ranges at a time as the budget holds (at least one), each range's rows held once and
 //! gathered in sorted order in chunks, as in memory; there the budget also counts each
-//! range writer's buffers (the file it writes, up to 1.25x the target, and a row group). In memory, rows take at most half
-//! the budget (the other half is for the rows being gathered and encoded). Ranges are about
-//! one output file each, so peak memory stays near the budget whatever the partition's size,
-//! unless a single range (one output file of rows) is larger than the budget. Both modes
+//! range writer's buffers (the file it writes, up to 1.25x the target, and a row group). In
+//! memory, rows take at most half the budget (the other half is for the rows being gathered
+//! and encoded). Ranges are about one output file each, so peak memory stays near the budget
+//! whatever the partition's size, unless a single range (one output file of rows) is larger
+//! than the budget. Both modes
 //! route the same rows in the same order to the same ranges and sort them stably, so they
 //! write the same files.
 
@@ -170,10 +171,10 @@ pub(crate) fn run(
     };
     let mut pieces = boundaries.len() + 1;
     let ranges: Vec<RangeRows> = if in_memory {
-        // Keys in parallel, then each range as (key, batch, row) triples in routing order;
-        // the rows are gathered straight from the batches when the range is written.
-        // Each batch is keyed and routed on its own (in parallel), then each range's rows
-        // are joined in batch order (in parallel): the routing order of a sequential pass.
+        // Each range as (key, batch, row) triples in routing order; the rows are gathered
+        // straight from the batches when the range is written. Each batch is keyed and
+        // routed on its own (in parallel), then each range's triples are joined in batch
+        // order (in parallel): the routing order of a sequential pass.
         let num_ranges = boundaries.len() + 1;
         let routed = batches
             .par_iter()
