@@ -302,8 +302,9 @@ pub struct Bin {
     pub expected_output_files: u64,
     /// Expected output bytes: the live share of the input bytes times
     /// [`Plan::output_ratio`]. 0 in orders of earlier versions, which cut clustering ranges
-    /// into `expected_output_files` equal shares.
-    #[serde(default)]
+    /// into `expected_output_files` equal shares. Left out of the JSON when 0, so an order of
+    /// an earlier version keeps its fingerprint when read back.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub expected_output_bytes: u64,
     /// For a clustering scope split over several bins (work orders, `plan --task-size`): the
     /// share of the scope's curve-key ranges this bin writes. Every bin of the scope reads all
@@ -359,8 +360,10 @@ pub struct Plan {
     /// The clustering, when the run clusters (one bin per partition, all its files).
     pub clustering: Option<cluster::Clustering>,
     /// Bytes written per live input byte that bins and ranges were sized by
-    /// ([`PlanOptions::with_output_ratio`]; 1.0 in orders of earlier versions).
-    #[serde(default = "unit_ratio")]
+    /// ([`PlanOptions::with_output_ratio`]; 1.0 in orders of earlier versions). Left out of
+    /// the JSON when 1.0, so an order of an earlier version keeps its fingerprint when read
+    /// back.
+    #[serde(default = "unit_ratio", skip_serializing_if = "is_unit_ratio")]
     pub output_ratio: f64,
     /// The run's id: every data file it writes is named `part-<bin>-<run id>-...`, and its
     /// commit records it in `commitInfo` (`delta-layout.runId`), so files of a run that
@@ -374,6 +377,16 @@ pub struct Plan {
 
 fn unit_ratio() -> f64 {
     1.0
+}
+
+#[expect(clippy::float_cmp, reason = "the exact default, as written")]
+fn is_unit_ratio(ratio: &f64) -> bool {
+    *ratio == 1.0
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's signature")]
+fn is_zero(bytes: &u64) -> bool {
+    *bytes == 0
 }
 
 impl Bin {
@@ -839,6 +852,30 @@ mod tests {
         }
         // An order of an earlier version (no expected bytes): equal shares of the count.
         assert_eq!(bin(2, 0).range_cuts(100), vec![0.5]);
+    }
+
+    #[test]
+    fn a_plan_of_an_earlier_version_reads_back_as_written() {
+        // A plan without the output ratio and expected output bytes (as earlier versions
+        // wrote them): read and written again, it is the same JSON, so a work order's
+        // fingerprint, computed over its plan, still matches.
+        let table = described(&[("a", 30, 3), ("a", 30, 4)]);
+        let options = PlanOptions::default()
+            .with_target_file_bytes(Some(100))
+            .with_output_ratio(Some(0.5));
+        let mut value = serde_json::to_value(plan(&table, &options).unwrap()).unwrap();
+        assert!(value.get("output_ratio").is_some());
+        value.as_object_mut().unwrap().remove("output_ratio");
+        for partition in value["partitions"].as_array_mut().unwrap() {
+            for bin in partition["bins"].as_array_mut().unwrap() {
+                assert!(bin.get("expected_output_bytes").is_some());
+                bin.as_object_mut().unwrap().remove("expected_output_bytes");
+            }
+        }
+        let read: Plan = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(read.output_ratio, 1.0);
+        assert!(read.bins().all(|b| b.expected_output_bytes == 0));
+        assert_eq!(serde_json::to_value(&read).unwrap(), value);
     }
 
     #[test]
