@@ -19,6 +19,7 @@
 //!   every file, so `x > 5` never skips on it, but `x = 5` and `x BETWEEN 1 AND 2` do.
 
 use deltalake::kernel::{DataType, PrimitiveType};
+use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -215,6 +216,29 @@ pub fn string_prefix_length(table: &TableView) -> usize {
 
 /// Parses one `minValues`/`maxValues` entry as `data_type`; `None` when it does not parse.
 fn stats_value(data_type: &DataType, value: &Value) -> Option<Typed> {
+    // JSON numbers of integer and float columns as the numbers they are (what parsing their
+    // text gives, without printing it first).
+    if let (Value::Number(n), DataType::Primitive(p)) = (value, data_type) {
+        match p {
+            PrimitiveType::Byte
+            | PrimitiveType::Short
+            | PrimitiveType::Integer
+            | PrimitiveType::Long => {
+                if let Some(v) = n.as_i64() {
+                    return Some(Typed::Int(i128::from(v)));
+                }
+                if let Some(v) = n.as_u64() {
+                    return Some(Typed::Int(i128::from(v)));
+                }
+            }
+            PrimitiveType::Float | PrimitiveType::Double => {
+                if let Some(v) = n.as_f64() {
+                    return Some(Typed::Float(v));
+                }
+            }
+            _ => {}
+        }
+    }
     match value {
         Value::String(s) => parse_typed(data_type, s),
         Value::Number(n) => parse_typed(data_type, &n.to_string()),
@@ -344,6 +368,312 @@ impl Pruner {
     }
 }
 
+/// One column's [`FileBounds`] over many files with every bound replaced by its rank among
+/// the column's distinct bounds, so [`Pruner::prune`] decides each file with integer
+/// comparisons: a literal is placed among the distinct bounds once per predicate (binary
+/// search), not compared with two bounds of every file.
+///
+/// Ranks keep the exact order of [`Typed::compare`] (a total order within one type), so the
+/// decisions are those of [`Pruner::may_match`]. Files whose decision needs more than the
+/// order (a cut-off string max, bounds of another type than the column's first) are marked
+/// and decided by [`Pruner::may_match`]'s rules on their [`FileBounds`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RankedBounds {
+    /// The distinct min and upper bounds, ascending.
+    values: Vec<Typed>,
+    /// Per file: `2 * rank + 2` of its min, 0 when the file has no range.
+    low: Vec<u32>,
+    /// Per file: `2 * rank + 2` of its upper bound, `u32::MAX` when the file has no range.
+    high: Vec<u32>,
+    /// Per file: decided on its [`FileBounds`] (a cut-off string max, or bounds of another
+    /// type than the column's first), not by rank.
+    slow: Vec<bool>,
+    /// Per file: [`FileBounds::no_nulls`].
+    no_nulls: Vec<bool>,
+    /// Per file: [`FileBounds::all_null`].
+    all_null: Vec<bool>,
+}
+
+impl RankedBounds {
+    /// Ranks `bounds` (one column, one entry per file): one parallel sort of the bounds,
+    /// O(n log n) in the files.
+    #[must_use]
+    pub fn new(bounds: &[FileBounds]) -> Self {
+        use std::cmp::Ordering::Equal;
+        let n = bounds.len();
+        let first = bounds
+            .iter()
+            .find_map(|b| b.min.as_ref().filter(|_| b.has_range()));
+        let no_nulls = bounds.iter().map(|b| b.no_nulls).collect();
+        let all_null = bounds.iter().map(|b| b.all_null).collect();
+        let mut low = vec![0u32; n];
+        let mut high = vec![u32::MAX; n];
+        let mut slow: Vec<bool> = bounds.iter().map(FileBounds::has_range).collect();
+        // Every ranked bound as (value, file, is the upper bound), sorted by value.
+        let mut sorted: Vec<(&Typed, u32, bool)> = Vec::with_capacity(2 * n);
+        for (f, b) in bounds.iter().enumerate() {
+            if let (Some((min, upper)), Ok(f)) = (ranked_range(b, first), u32::try_from(f)) {
+                sorted.push((min, f, false));
+                sorted.push((upper, f, true));
+            }
+        }
+        let order = |a: &Typed, b: &Typed| a.compare(b).unwrap_or(Equal);
+        // By integer key where every value has one (every type but text), else by comparison.
+        let keys: Option<Vec<i128>> = sorted.iter().map(|v| v.0.order_key()).collect();
+        match keys {
+            Some(keys) => {
+                let mut keyed: Vec<(i128, usize)> = keys.into_iter().zip(0..).collect();
+                keyed.par_sort_unstable();
+                sorted = keyed.into_iter().map(|(_, i)| sorted[i]).collect();
+            }
+            None => sorted.par_sort_unstable_by(|a, b| order(a.0, b.0)),
+        }
+        // Keys up to 2 * distinct + 2 must stay below u32::MAX (the "no range" high).
+        if u32::try_from(sorted.len())
+            .ok()
+            .and_then(|len| len.checked_mul(2)?.checked_add(3))
+            .is_none()
+        {
+            return Self {
+                values: Vec::new(),
+                low,
+                high,
+                slow,
+                no_nulls,
+                all_null,
+            };
+        }
+        let mut values: Vec<Typed> = Vec::new();
+        for &(value, f, is_upper) in &sorted {
+            if values.last().is_none_or(|last| order(last, value) != Equal) {
+                values.push(value.clone());
+            }
+            #[expect(clippy::cast_possible_truncation, reason = "checked above")]
+            let key = 2 * (values.len() as u32 - 1) + 2;
+            let f = f as usize;
+            if is_upper {
+                high[f] = key;
+            } else {
+                low[f] = key;
+            }
+            slow[f] = false;
+        }
+        Self {
+            values,
+            low,
+            high,
+            slow,
+            no_nulls,
+            all_null,
+        }
+    }
+
+    /// The literal's key against the files' `low`/`high`: `2p + 2` when it equals the
+    /// `p`-th distinct bound, `2p + 1` when it falls just below it. `None` when the literal
+    /// is of another type than the bounds (every file is then decided on its bounds).
+    fn key(&self, literal: &Typed) -> Option<u32> {
+        use std::cmp::Ordering::{Equal, Less};
+        self.values.first()?.compare(literal)?;
+        let p = self
+            .values
+            .partition_point(|v| v.compare(literal) == Some(Less));
+        let exact = self
+            .values
+            .get(p)
+            .is_some_and(|v| v.compare(literal) == Some(Equal));
+        let p = u32::try_from(p).ok()?;
+        Some(2 * p + if exact { 2 } else { 1 })
+    }
+}
+
+/// A file's (min, upper) when ranks decide it: both known, of the kind of `first`, and the
+/// max not a cut-off prefix.
+fn ranked_range<'a>(b: &'a FileBounds, first: Option<&Typed>) -> Option<(&'a Typed, &'a Typed)> {
+    let same_kind = |v: &Typed| first.is_some_and(|f| f.compare(v).is_some());
+    match (&b.min, &b.upper) {
+        (Some(min), Some(upper)) if !b.max_is_prefix && same_kind(min) && same_kind(upper) => {
+            Some((min, upper))
+        }
+        _ => None,
+    }
+}
+
+/// The bounds [`Pruner::prune`] reads for one of [`Pruner::columns`]: every file's
+/// [`FileBounds`] and their [`RankedBounds`].
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnFiles<'a> {
+    /// One entry per file.
+    pub bounds: &'a [FileBounds],
+    /// `RankedBounds::new(bounds)`.
+    pub ranked: &'a RankedBounds,
+}
+
+impl Pruner {
+    /// [`Pruner::may_match`] for every file at once: `columns` (parallel to
+    /// [`Pruner::columns`]) hold the bounds of the same files, and the result has one entry
+    /// per file, `false` where min/max pruning skips it. Evaluated a column at a time, with
+    /// ranked bounds: the report's thousands of generated predicates over a log of 100,000
+    /// files take milliseconds each.
+    ///
+    /// Every predicate reads at least one column, so `columns` is never empty.
+    ///
+    /// # Panics
+    /// When `columns` is not parallel to [`Pruner::columns`] or its entries differ in length.
+    #[must_use]
+    pub fn prune(&self, columns: &[ColumnFiles<'_>]) -> Vec<bool> {
+        assert_eq!(columns.len(), self.columns.len(), "one entry per column");
+        let n = columns.first().map_or(0, |c| c.bounds.len());
+        assert!(
+            columns
+                .iter()
+                .all(|c| c.bounds.len() == n && c.ranked.low.len() == n),
+            "bounds of the same files"
+        );
+        self.eval_all(&self.root, columns, n).0
+    }
+
+    /// Column-at-a-time [`Pruner::eval`]: (may be true, may be false) per file.
+    fn eval_all(
+        &self,
+        node: &Node,
+        columns: &[ColumnFiles<'_>],
+        n: usize,
+    ) -> (Vec<bool>, Vec<bool>) {
+        match node {
+            Node::And(a, b) => {
+                let (mut at, mut af) = self.eval_all(a, columns, n);
+                let (bt, bf) = self.eval_all(b, columns, n);
+                at.iter_mut().zip(&bt).for_each(|(x, y)| *x &= *y);
+                af.iter_mut().zip(&bf).for_each(|(x, y)| *x |= *y);
+                (at, af)
+            }
+            Node::Or(a, b) => {
+                let (mut at, mut af) = self.eval_all(a, columns, n);
+                let (bt, bf) = self.eval_all(b, columns, n);
+                at.iter_mut().zip(&bt).for_each(|(x, y)| *x |= *y);
+                af.iter_mut().zip(&bf).for_each(|(x, y)| *x &= *y);
+                (at, af)
+            }
+            Node::Not(a) => {
+                let (t, f) = self.eval_all(a, columns, n);
+                (f, t)
+            }
+            Node::IsNull(c) => {
+                let ranked = columns[*c].ranked;
+                (
+                    ranked.no_nulls.iter().map(|x| !x).collect(),
+                    ranked.all_null.iter().map(|x| !x).collect(),
+                )
+            }
+            Node::Compare(c, op, literal) => {
+                let Some(literal) = literal else {
+                    return (vec![false; n], vec![false; n]);
+                };
+                let float = self.is_float(*c);
+                let file = columns[*c];
+                let t = possible_all(file, *op, literal, float);
+                let f = possible_all(file, negate(*op), literal, float);
+                mask_all_null(file, t, f)
+            }
+            Node::In(c, values) => {
+                let file = columns[*c];
+                let float = self.is_float(*c);
+                let present: Vec<&Typed> = values.iter().flatten().collect();
+                let mut t = vec![false; n];
+                for v in &present {
+                    let p = possible_all(file, CompareOp::Eq, v, float);
+                    t.iter_mut().zip(&p).for_each(|(x, y)| *x |= *y);
+                }
+                let mut f = vec![present.len() == values.len(); n];
+                if present.len() == values.len() {
+                    for v in &present {
+                        let p = possible_all(file, CompareOp::NotEq, v, float);
+                        f.iter_mut().zip(&p).for_each(|(x, y)| *x &= *y);
+                    }
+                }
+                mask_all_null(file, t, f)
+            }
+            Node::Between(c, low, high) => {
+                let file = columns[*c];
+                let float = self.is_float(*c);
+                let ordered = low.compare(high) != Some(std::cmp::Ordering::Greater);
+                let nan_high = float && matches!(high, Typed::Float(x) if x.is_nan());
+                let t = if nan_high {
+                    vec![true; n]
+                } else if ordered {
+                    let mut t = in_range_all(file, CompareOp::GtEq, low);
+                    let h = in_range_all(file, CompareOp::LtEq, high);
+                    t.iter_mut().zip(&h).for_each(|(x, y)| *x &= *y);
+                    t
+                } else {
+                    vec![false; n]
+                };
+                let mut f = possible_all(file, CompareOp::Lt, low, float);
+                let g = possible_all(file, CompareOp::Gt, high, float);
+                f.iter_mut().zip(&g).for_each(|(x, y)| *x |= *y);
+                mask_all_null(file, t, f)
+            }
+        }
+    }
+}
+
+/// Files whose rows are all null make every comparison unknown: neither true nor false.
+fn mask_all_null(
+    file: ColumnFiles<'_>,
+    mut t: Vec<bool>,
+    mut f: Vec<bool>,
+) -> (Vec<bool>, Vec<bool>) {
+    for ((&all_null, t), f) in file.ranked.all_null.iter().zip(&mut t).zip(&mut f) {
+        *t &= !all_null;
+        *f &= !all_null;
+    }
+    (t, f)
+}
+
+/// [`possible`] for every file.
+fn possible_all(file: ColumnFiles<'_>, op: CompareOp, literal: &Typed, float: bool) -> Vec<bool> {
+    if float && nan_satisfies(op, literal) {
+        return vec![true; file.bounds.len()];
+    }
+    in_range_all(file, op, literal)
+}
+
+/// [`in_range`] for every file, by ranks where the file allows it.
+fn in_range_all(file: ColumnFiles<'_>, op: CompareOp, literal: &Typed) -> Vec<bool> {
+    let ranked = file.ranked;
+    let Some(key) = ranked.key(literal) else {
+        return file
+            .bounds
+            .iter()
+            .map(|b| in_range(b, op, literal))
+            .collect();
+    };
+    // [`range_test`] on ranks (no cut-off prefix: those files are slow), one loop per
+    // operator so each is a tight loop over two integer arrays.
+    let by_rank = |test: fn(u32, u32, u32) -> bool| -> Vec<bool> {
+        ranked
+            .low
+            .iter()
+            .zip(&ranked.high)
+            .map(|(&low, &high)| test(key, low, high))
+            .collect()
+    };
+    let mut out = match op {
+        CompareOp::Eq => by_rank(|k, low, high| k >= low && k <= high),
+        CompareOp::NotEq => by_rank(|k, low, high| !(k == low && k == high)),
+        CompareOp::Lt => by_rank(|k, low, _| k > low),
+        CompareOp::LtEq => by_rank(|k, low, _| k >= low),
+        CompareOp::Gt => by_rank(|k, _, high| k < high),
+        CompareOp::GtEq => by_rank(|k, _, high| k <= high),
+    };
+    for ((o, &slow), b) in out.iter_mut().zip(&ranked.slow).zip(file.bounds) {
+        if slow {
+            *o = in_range(b, op, literal);
+        }
+    }
+    out
+}
+
 fn negate(op: CompareOp) -> CompareOp {
     match op {
         CompareOp::Eq => CompareOp::NotEq,
@@ -375,18 +705,39 @@ fn nan_satisfies(op: CompareOp, literal: &Typed) -> bool {
 /// Whether some value of the file's [min, max] (with a cut-off string max, also every
 /// string starting with it) has `v op literal`. Unknown bounds: possible.
 fn in_range(file: &FileBounds, op: CompareOp, literal: &Typed) -> bool {
-    use std::cmp::Ordering::{Equal, Greater, Less};
     let (Some(min), Some(upper)) = (&file.min, &file.upper) else {
         return true;
     };
     let (Some(vs_min), Some(vs_max)) = (literal.compare(min), literal.compare(upper)) else {
         return true;
     };
-    let extends = file.max_is_prefix
-        && matches!((literal, upper), (Typed::Text(l), Typed::Text(m)) if l.starts_with(m.as_str()));
+    range_test(
+        op,
+        vs_min,
+        vs_max,
+        extends(file, literal),
+        file.max_is_prefix,
+    )
+}
+
+/// Whether `literal` extends the file's cut-off string max (it starts with the prefix).
+fn extends(file: &FileBounds, literal: &Typed) -> bool {
+    file.max_is_prefix
+        && matches!((literal, &file.upper), (Typed::Text(l), Some(Typed::Text(m))) if l.starts_with(m.as_str()))
+}
+
+/// [`in_range`]'s decision from the literal's order against the file's min and upper bound.
+fn range_test(
+    op: CompareOp,
+    vs_min: std::cmp::Ordering,
+    vs_max: std::cmp::Ordering,
+    extends: bool,
+    max_is_prefix: bool,
+) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
     match op {
         CompareOp::Eq => vs_min != Less && (vs_max != Greater || extends),
-        CompareOp::NotEq => !(vs_min == Equal && vs_max == Equal && !file.max_is_prefix),
+        CompareOp::NotEq => !(vs_min == Equal && vs_max == Equal && !max_is_prefix),
         CompareOp::Lt => vs_min == Greater,
         CompareOp::LtEq => vs_min != Less,
         CompareOp::Gt => vs_max == Less || extends,
@@ -573,5 +924,250 @@ mod tests {
             &Typed::Float(f64::NAN),
             true
         ));
+    }
+
+    /// A column of `data_type` (a data column unless `partition`).
+    fn column(name: &str, data_type: DataType, partition: bool) -> ColumnRef {
+        ColumnRef {
+            name: name.into(),
+            logical: vec![name.into()],
+            physical: vec![name.into()],
+            data_type,
+            partition_index: partition.then_some(0),
+        }
+    }
+
+    /// Random bounds of one kind of value: some files without stats, all null, with a
+    /// single value, cut-off string maxima, NaN and -0.0 bounds, a stray value of another
+    /// type; values drawn from a small domain so literals often meet bounds exactly.
+    fn random_bounds(rng: &mut rand::rngs::StdRng, kind: u8, files: usize) -> Vec<FileBounds> {
+        use rand::Rng;
+        let value = |rng: &mut rand::rngs::StdRng| -> Typed {
+            let x: i32 = rng.random_range(-20..20);
+            match kind {
+                0 => Typed::Int(i128::from(x)),
+                1 => match rng.random_range(0..12) {
+                    0 => Typed::Float(f64::NAN),
+                    1 => Typed::Float(-0.0),
+                    _ => Typed::Float(f64::from(x) / 2.0),
+                },
+                2 => {
+                    let len = rng.random_range(0..5);
+                    Typed::Text(
+                        (0..len)
+                            .map(|_| ['a', 'b', 'c'][rng.random_range(0..3)])
+                            .collect(),
+                    )
+                }
+                _ => Typed::Timestamp(
+                    chrono::DateTime::from_timestamp(i64::from(x) * 1_000, 0)
+                        .unwrap_or_default()
+                        .naive_utc(),
+                ),
+            }
+        };
+        (0..files)
+            .map(|_| {
+                let no_nulls = rng.random_bool(0.5);
+                match rng.random_range(0..10) {
+                    0 => FileBounds::default(),
+                    1 => FileBounds {
+                        all_null: true,
+                        ..FileBounds::default()
+                    },
+                    2 => {
+                        // A stray bound of another type (a mis-typed stats value).
+                        let v = Typed::Bool(rng.random_bool(0.5));
+                        FileBounds {
+                            min: Some(v.clone()),
+                            max: Some(v.clone()),
+                            upper: Some(v),
+                            no_nulls,
+                            ..FileBounds::default()
+                        }
+                    }
+                    _ => {
+                        let (a, b) = (value(rng), value(rng));
+                        let (min, max) = if a.compare(&b) == Some(std::cmp::Ordering::Greater) {
+                            (b, a)
+                        } else {
+                            (a, b)
+                        };
+                        let upper = match &max {
+                            Typed::Timestamp(t) => {
+                                Typed::Timestamp(*t + chrono::Duration::microseconds(999))
+                            }
+                            other => other.clone(),
+                        };
+                        let max_is_prefix =
+                            matches!(&max, Typed::Text(t) if !t.is_empty()) && rng.random_bool(0.3);
+                        FileBounds {
+                            min: Some(min),
+                            max: Some(max),
+                            upper: Some(upper),
+                            max_is_prefix,
+                            no_nulls,
+                            all_null: false,
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
+    fn random_node(rng: &mut rand::rngs::StdRng, columns: &[Vec<FileBounds>], depth: u32) -> Node {
+        use rand::Rng;
+        let c = rng.random_range(0..columns.len());
+        let literal = |rng: &mut rand::rngs::StdRng| -> Option<Typed> {
+            // A bound of some file, or one just beside it, or NULL.
+            let files = &columns[c];
+            let b = &files[rng.random_range(0..files.len())];
+            match (rng.random_range(0..8), &b.min, &b.max) {
+                (0, _, _) => None,
+                (1..=3, Some(v), _) | (4..=6, _, Some(v)) => Some(v.clone()),
+                (_, Some(Typed::Int(x)), _) => Some(Typed::Int(x + 1)),
+                (_, Some(Typed::Float(x)), _) => Some(Typed::Float(x + 0.25)),
+                (_, Some(Typed::Text(t)), _) => Some(Typed::Text(format!("{t}a"))),
+                (_, Some(Typed::Timestamp(t)), _) => {
+                    Some(Typed::Timestamp(*t + chrono::Duration::microseconds(500)))
+                }
+                _ => Some(Typed::Int(3)),
+            }
+        };
+        let ops = [
+            CompareOp::Eq,
+            CompareOp::NotEq,
+            CompareOp::Lt,
+            CompareOp::LtEq,
+            CompareOp::Gt,
+            CompareOp::GtEq,
+        ];
+        match (depth, rng.random_range(0..9)) {
+            (1.., 0) => Node::And(
+                Box::new(random_node(rng, columns, depth - 1)),
+                Box::new(random_node(rng, columns, depth - 1)),
+            ),
+            (1.., 1) => Node::Or(
+                Box::new(random_node(rng, columns, depth - 1)),
+                Box::new(random_node(rng, columns, depth - 1)),
+            ),
+            (1.., 2) => Node::Not(Box::new(random_node(rng, columns, depth - 1))),
+            (_, 3) => Node::IsNull(c),
+            (_, 4) => {
+                let values = (0..rng.random_range(1..4)).map(|_| literal(rng)).collect();
+                Node::In(c, values)
+            }
+            (_, 5 | 6) => match (literal(rng), literal(rng)) {
+                (Some(low), Some(high)) => Node::Between(c, low, high),
+                (low, _) => Node::Compare(c, CompareOp::GtEq, low),
+            },
+            _ => Node::Compare(c, ops[rng.random_range(0..ops.len())], literal(rng)),
+        }
+    }
+
+    /// The column-at-a-time, ranked [`Pruner::prune`] decides every file as the per-file
+    /// [`Pruner::may_match`] does, on random bounds of every kind and random predicates.
+    #[test]
+    fn ranked_pruning_matches_per_file_pruning() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(15);
+        let types = [
+            DataType::Primitive(PrimitiveType::Long),
+            DataType::Primitive(PrimitiveType::Double),
+            DataType::Primitive(PrimitiveType::String),
+            DataType::Primitive(PrimitiveType::Timestamp),
+        ];
+        let mut checked = 0;
+        for round in 0..60u8 {
+            let files = 1 + usize::from(round) * 7;
+            let kinds: Vec<u8> = (0..2u8).map(|k| (round % 4 + k * 3) % 4).collect();
+            let columns: Vec<ColumnRef> = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| column(&format!("c{i}"), types[usize::from(k)].clone(), false))
+                .collect();
+            let bounds: Vec<Vec<FileBounds>> = kinds
+                .iter()
+                .map(|&k| random_bounds(&mut rng, k, files))
+                .collect();
+            let ranked: Vec<RankedBounds> = bounds.iter().map(|b| RankedBounds::new(b)).collect();
+            let view: Vec<ColumnFiles<'_>> = bounds
+                .iter()
+                .zip(&ranked)
+                .map(|(bounds, ranked)| ColumnFiles { bounds, ranked })
+                .collect();
+            for _ in 0..40 {
+                let pruner = Pruner {
+                    columns: columns.clone(),
+                    root: random_node(&mut rng, &bounds, 3),
+                };
+                let fast = pruner.prune(&view);
+                let slow: Vec<bool> = (0..files)
+                    .map(|f| {
+                        let row: Vec<&FileBounds> = bounds.iter().map(|b| &b[f]).collect();
+                        pruner.may_match(&row)
+                    })
+                    .collect();
+                assert_eq!(fast, slow, "{:?}", pruner.root);
+                checked += files;
+            }
+        }
+        assert!(checked > 100_000, "{checked} decisions compared");
+    }
+
+    /// Stats numbers read directly equal their text parsed, as every stats value was read
+    /// before; dates in the canonical form equal chrono's parse.
+    #[test]
+    fn stats_numbers_and_dates_read_as_their_text_parses() {
+        let types = [
+            PrimitiveType::Byte,
+            PrimitiveType::Integer,
+            PrimitiveType::Long,
+            PrimitiveType::Float,
+            PrimitiveType::Double,
+            PrimitiveType::Decimal(deltalake::kernel::DecimalType::try_new(10, 2).unwrap()),
+        ];
+        let numbers = [
+            "0",
+            "-0.0",
+            "1",
+            "-17",
+            "9223372036854775807",
+            "18446744073709551615",
+            "1.5",
+            "0.1",
+            "1e300",
+            "-2.5e-7",
+            "123456789.123456789",
+        ];
+        for p in types {
+            let data_type = DataType::Primitive(p);
+            for text in numbers {
+                let value: Value = serde_json::from_str(text).unwrap();
+                let direct = stats_value(&data_type, &value);
+                let parsed = parse_typed(&data_type, &value.to_string());
+                assert_eq!(
+                    format!("{direct:?}"),
+                    format!("{parsed:?}"),
+                    "{text} as {data_type}"
+                );
+            }
+        }
+        let date = DataType::Primitive(PrimitiveType::Date);
+        for text in [
+            "2024-02-29",
+            "2023-02-29",
+            "0001-01-01",
+            "9999-12-31",
+            "2024-1-05",
+            " 2024-01-05",
+        ] {
+            let expected = chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").ok();
+            assert_eq!(
+                parse_typed(&date, text),
+                expected.map(Typed::Date),
+                "{text}"
+            );
+        }
     }
 }

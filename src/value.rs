@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 
-use chrono::{NaiveDate, NaiveDateTime};
+use chrono::{Datelike, NaiveDate, NaiveDateTime};
 use deltalake::kernel::{DataType, PrimitiveType};
 
 /// A value of a column's type, for comparisons. Order within each variant is the SQL order of
@@ -43,6 +43,28 @@ impl Typed {
             (Self::Date(a), Self::Date(b)) => a.cmp(b),
             (Self::Timestamp(a), Self::Timestamp(b)) => a.cmp(b),
             _ => return None,
+        })
+    }
+}
+
+impl Typed {
+    /// An integer whose order is [`Typed::compare`]'s among values of the same variant
+    /// (equal keys exactly when `compare` says equal), for sorting many values by key instead
+    /// of by comparison; `None` for text, whose order is by bytes, and for timestamps out of
+    /// the nanosecond range.
+    #[must_use]
+    pub fn order_key(&self) -> Option<i128> {
+        Some(match self {
+            Self::Int(v) => *v,
+            Self::Float(x) => {
+                // f64::total_cmp's key: the bits, with all but the sign flipped below zero.
+                let bits = normalize_float(*x).to_bits().cast_signed();
+                i128::from(bits ^ (((bits >> 63).cast_unsigned()) >> 1).cast_signed())
+            }
+            Self::Bool(b) => i128::from(*b),
+            Self::Date(d) => i128::from(d.num_days_from_ce()),
+            Self::Timestamp(t) => i128::from(t.and_utc().timestamp_nanos_opt()?),
+            Self::Text(_) => return None,
         })
     }
 }
@@ -86,12 +108,28 @@ pub fn parse_typed(data_type: &DataType, text: &str) -> Option<Typed> {
             "false" => Some(Typed::Bool(false)),
             _ => None,
         },
-        PrimitiveType::Date => NaiveDate::parse_from_str(text, "%Y-%m-%d")
-            .ok()
+        PrimitiveType::Date => iso_date(text)
+            .or_else(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok())
             .map(Typed::Date),
         PrimitiveType::Timestamp | PrimitiveType::TimestampNtz => parse_timestamp(text),
         _ => None,
     }
+}
+
+/// `YYYY-MM-DD` exactly (the form writers put in stats), read without a format parser;
+/// `None` for any other text, which the caller then parses in full.
+fn iso_date(text: &str) -> Option<NaiveDate> {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let digits = |range: std::ops::Range<usize>| -> Option<u32> {
+        b[range].iter().try_fold(0u32, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+        })
+    };
+    let year = i32::try_from(digits(0..4)?).ok()?;
+    NaiveDate::from_ymd_opt(year, digits(5..7)?, digits(8..10)?)
 }
 
 fn parse_timestamp(text: &str) -> Option<Typed> {

@@ -28,7 +28,9 @@ use crate::error::{Error, Result};
 use crate::inspect::{SizeBucket, size_histogram};
 use crate::plan::TargetSource;
 use crate::predicate::Predicate;
-use crate::pruning::{ColumnRef, FileBounds, Pruner, is_orderable, string_prefix_length};
+use crate::pruning::{
+    ColumnFiles, ColumnRef, FileBounds, Pruner, RankedBounds, is_orderable, string_prefix_length,
+};
 use crate::table::TableView;
 use model::ColumnModel;
 use workload::{Query, QueryKind, Workload};
@@ -333,6 +335,8 @@ pub struct Analysis<'t> {
     columns: Vec<ColumnRef>,
     /// Column-major: `bounds[c][f]`.
     bounds: Vec<Vec<FileBounds>>,
+    /// `RankedBounds::new(&bounds[c])`, for [`Pruner::prune`].
+    ranked: Vec<RankedBounds>,
     models: Vec<ColumnModel>,
     prefix_length: usize,
 }
@@ -389,6 +393,7 @@ impl<'t> Analysis<'t> {
                     .collect()
             })
             .collect();
+        let ranked = bounds.par_iter().map(|b| RankedBounds::new(b)).collect();
         let rows = file_rows(table);
         let models = columns
             .par_iter()
@@ -399,6 +404,7 @@ impl<'t> Analysis<'t> {
             table,
             columns,
             bounds,
+            ranked,
             models,
             prefix_length,
         }
@@ -422,46 +428,47 @@ impl<'t> Analysis<'t> {
 
     fn prune(&self, pruner: &Pruner) -> Vec<bool> {
         // Bounds of the predicate's columns: the report's own, or read now.
-        let owned: Vec<Option<Vec<FileBounds>>> = pruner
+        let owned: Vec<Option<(Vec<FileBounds>, RankedBounds)>> = pruner
             .columns()
             .iter()
             .map(|c| {
                 if self.columns.iter().any(|r| r.logical == c.logical) {
                     None
                 } else {
-                    Some(
-                        self.table
-                            .files
-                            .iter()
-                            .map(|f| FileBounds::of(c, f, self.prefix_length))
-                            .collect(),
-                    )
+                    let bounds: Vec<FileBounds> = self
+                        .table
+                        .files
+                        .iter()
+                        .map(|f| FileBounds::of(c, f, self.prefix_length))
+                        .collect();
+                    let ranked = RankedBounds::new(&bounds);
+                    Some((bounds, ranked))
                 }
             })
             .collect();
-        let columns: Vec<&Vec<FileBounds>> = pruner
+        let columns: Vec<ColumnFiles<'_>> = pruner
             .columns()
             .iter()
             .zip(&owned)
-            .map(|(c, own)| {
-                own.as_ref().unwrap_or_else(|| {
+            .map(|(c, own)| match own {
+                Some((bounds, ranked)) => ColumnFiles { bounds, ranked },
+                None => {
                     let i = self
                         .columns
                         .iter()
                         .position(|r| r.logical == c.logical)
                         .unwrap_or_default();
-                    &self.bounds[i]
-                })
+                    ColumnFiles {
+                        bounds: &self.bounds[i],
+                        ranked: &self.ranked[i],
+                    }
+                }
             })
             .collect();
-        let mut row: Vec<&FileBounds> = Vec::with_capacity(columns.len());
-        (0..self.table.files.len())
-            .map(|f| {
-                row.clear();
-                row.extend(columns.iter().map(|c| &c[f]));
-                pruner.may_match(&row)
-            })
-            .collect()
+        if columns.is_empty() {
+            return vec![pruner.may_match(&[]); self.table.files.len()];
+        }
+        pruner.prune(&columns)
     }
 
     /// The generated workload, drawn from this version's stats.

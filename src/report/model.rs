@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 
 use chrono::{DateTime, NaiveDate};
 use deltalake::kernel::{DataType, PrimitiveType};
+use rayon::prelude::*;
 
 use crate::predicate::Literal;
 use crate::pruning::FileBounds;
@@ -61,38 +62,57 @@ impl ColumnModel {
             .iter()
             .filter(|b| b.has_range())
             .all(|b| to_axis(b.min.as_ref()).is_some() && to_axis(b.max.as_ref()).is_some());
-        let axis = if numeric && is_numeric(data_type) {
-            Axis::Numeric
-        } else {
-            let mut values: Vec<Typed> = bounds
+        let (axis, ranges) = if numeric && is_numeric(data_type) {
+            let position = |v: &Typed| to_axis(Some(v)).unwrap_or(0.0);
+            let ranges: Vec<Option<(f64, f64)>> = bounds
                 .iter()
-                .filter(|b| b.has_range())
-                .flat_map(|b| [b.min.clone(), b.max.clone()])
-                .flatten()
+                .map(|b| match (&b.min, &b.max) {
+                    (Some(min), Some(max)) => {
+                        let (lo, hi) = (position(min), position(max));
+                        Some((lo.min(hi), lo.max(hi)))
+                    }
+                    _ => None,
+                })
                 .collect();
-            values.sort_by(|a, b| a.compare(b).unwrap_or(Ordering::Equal));
-            values.dedup_by(|a, b| a.compare(b) == Some(Ordering::Equal));
-            Axis::Rank(values)
-        };
-        let position = |v: &Typed| -> f64 {
-            match &axis {
-                Axis::Numeric => to_axis(Some(v)).unwrap_or(0.0),
-                #[expect(clippy::cast_precision_loss, reason = "ranks of < 2^52 values")]
-                Axis::Rank(values) => values
-                    .binary_search_by(|x| x.compare(v).unwrap_or(Ordering::Equal))
-                    .unwrap_or_else(|i| i) as f64,
-            }
-        };
-        let ranges: Vec<Option<(f64, f64)>> = bounds
-            .iter()
-            .map(|b| match (&b.min, &b.max) {
-                (Some(min), Some(max)) => {
-                    let (lo, hi) = (position(min), position(max));
-                    Some((lo.min(hi), lo.max(hi)))
+            (Axis::Numeric, ranges)
+        } else {
+            // Ranks among the distinct bounds: one parallel sort of (value, file, is max),
+            // then a scan that numbers the distinct values.
+            let mut sorted: Vec<(&Typed, usize, bool)> = Vec::new();
+            for (f, b) in bounds.iter().enumerate() {
+                if let (true, Some(min), Some(max)) = (b.has_range(), &b.min, &b.max) {
+                    sorted.push((min, f, false));
+                    sorted.push((max, f, true));
                 }
-                _ => None,
-            })
-            .collect();
+            }
+            sorted.par_sort_unstable_by(|a, b| a.0.compare(b.0).unwrap_or(Ordering::Equal));
+            let mut values: Vec<Typed> = Vec::new();
+            let mut positions: Vec<(f64, f64)> = vec![(0.0, 0.0); bounds.len()];
+            for &(value, f, is_max) in &sorted {
+                if values
+                    .last()
+                    .is_none_or(|last| last.compare(value) != Some(Ordering::Equal))
+                {
+                    values.push(value.clone());
+                }
+                #[expect(clippy::cast_precision_loss, reason = "ranks of < 2^52 values")]
+                let rank = (values.len() - 1) as f64;
+                if is_max {
+                    positions[f].1 = rank;
+                } else {
+                    positions[f].0 = rank;
+                }
+            }
+            let ranges = bounds
+                .iter()
+                .zip(positions)
+                .map(|(b, (lo, hi))| match (&b.min, &b.max) {
+                    (Some(_), Some(_)) => Some((lo.min(hi), lo.max(hi))),
+                    _ => None,
+                })
+                .collect();
+            (Axis::Rank(values), ranges)
+        };
         let unknown = bounds
             .iter()
             .map(|b| !b.has_range() && !b.all_null)
@@ -127,7 +147,12 @@ impl ColumnModel {
                 events.push((a, w, 0.0));
             }
         }
-        events.sort_by(|x, y| x.0.total_cmp(&y.0));
+        // A total order, so the sums do not depend on the order of the files.
+        events.sort_unstable_by(|x, y| {
+            x.0.total_cmp(&y.0)
+                .then(x.1.total_cmp(&y.1))
+                .then(x.2.total_cmp(&y.2))
+        });
         let total: f64 = events.iter().map(|e| e.1).sum::<f64>()
             + self
                 .ranges
@@ -216,8 +241,8 @@ impl ColumnModel {
         let unknown = self.unknown.iter().filter(|u| **u).count() as f64;
         let mut starts: Vec<f64> = known.iter().map(|k| k.0).collect();
         let mut ends: Vec<f64> = known.iter().map(|k| k.1).collect();
-        starts.sort_by(f64::total_cmp);
-        ends.sort_by(f64::total_cmp);
+        starts.sort_unstable_by(f64::total_cmp);
+        ends.sort_unstable_by(f64::total_cmp);
         let prefix = |v: &[f64]| -> Vec<f64> {
             let mut out = Vec::with_capacity(v.len() + 1);
             out.push(0.0);
@@ -258,7 +283,7 @@ impl ColumnModel {
             .iter()
             .flat_map(|&(a, b, _)| [(a, 1), (b, -1)])
             .collect();
-        events.sort_by(|x, y| x.0.total_cmp(&y.0).then(y.1.cmp(&x.1)));
+        events.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(y.1.cmp(&x.1)));
         let (mut running, mut max) = (0i64, 0i64);
         for (_, change) in events {
             running += change;

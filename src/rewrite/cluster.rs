@@ -360,6 +360,72 @@ pub(crate) fn run(
     }
 }
 
+/// Steps 1 to 5 without writing, for `sweep --estimate`: the rows of `batches` (a bin's
+/// files in order, as [`run`] reads them in memory) in the order a clustering run writes
+/// them, cut into its ranges at `cuts` ([`Bin::range_cuts`]). Returns per range its rows as
+/// (batch, row) in write order. The same reservoirs, buckets, boundaries, stable sort and
+/// tie-break as [`run`], so each range holds the rows the real run's range holds.
+///
+/// # Errors
+/// [`Error::Arrow`] for a column whose values cannot be keyed; [`Error::Cancelled`].
+pub(crate) fn ordered_ranges(
+    batches: &[RecordBatch],
+    clustering: &Clustering,
+    cuts: &[f64],
+    cancel: &AtomicBool,
+) -> Result<Vec<Vec<(u32, u32)>>> {
+    let bits = bits_per_dimension(clustering.leaves.len());
+    let mut reservoirs: Vec<Reservoir> = Vec::new();
+    for batch in batches {
+        let columns = clustering
+            .leaves
+            .iter()
+            .map(|leaf| leaf_values(batch, &leaf.physical))
+            .collect::<Result<Vec<_>>>()?;
+        if reservoirs.is_empty() {
+            reservoirs = columns
+                .iter()
+                .map(|c| Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, SAMPLE_SEED))
+                .collect::<Result<_>>()?;
+        }
+        reservoirs
+            .par_iter_mut()
+            .zip(columns.par_iter())
+            .try_for_each(|(reservoir, column)| reservoir.add(column))?;
+    }
+    if reservoirs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (buckets, boundaries, _) = key_space_of(reservoirs, clustering, bits, cuts);
+    let keys = batches
+        .par_iter()
+        .map(|batch| row_keys(batch, clustering, &buckets))
+        .collect::<Result<Vec<_>>>()?;
+    let mut ranges: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); boundaries.len() + 1];
+    for (b, keys) in keys.iter().enumerate() {
+        let b = u32::try_from(b).unwrap_or(u32::MAX);
+        for (row, &key) in keys.iter().enumerate() {
+            let range = boundaries.partition_point(|cut| *cut <= key);
+            ranges[range].push((key, b, u32::try_from(row).unwrap_or(u32::MAX)));
+        }
+    }
+    drop(keys);
+    let ties = TieBreak::of_batches(batches, clustering)?;
+    ranges
+        .into_iter()
+        .map(|mut rows| {
+            rows.par_sort_by_key(|r| r.0);
+            ties.order_runs(
+                &mut rows,
+                |r| r.0,
+                |r| ties.offsets[r.1 as usize] + r.2 as usize,
+                cancel,
+            )?;
+            Ok(rows.into_iter().map(|(_, b, r)| (b, r)).collect())
+        })
+        .collect()
+}
+
 /// Steps 2 and 3: each column's rank buckets from its reservoir, and the cut points that
 /// split the sample's curve keys at the positions `cuts` (shares of the rows in `(0, 1)`,
 /// ascending: see [`crate::plan::Bin::range_cuts`]; at most one range per sampled row);

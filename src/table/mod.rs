@@ -398,7 +398,7 @@ impl TableView {
             .collect::<Result<Vec<_>>>()?;
 
         let raw_paths = raw_paths(state)?;
-        let mut files = Vec::with_capacity(state.log_data().num_files());
+        let mut adds = Vec::with_capacity(state.log_data().num_files());
         for view in state.log_data().iter() {
             #[expect(
                 deprecated,
@@ -408,12 +408,15 @@ impl TableView {
             let raw_path = raw_paths.get(&add.path).cloned().ok_or_else(|| {
                 Error::Internal(format!("no raw log path for data file '{}'", add.path))
             })?;
-            files.push(DataFile::from_add(
-                add,
-                raw_path,
-                &partition_physical_names,
-            )?);
+            adds.push((add, raw_path));
         }
+        // Parsing each file's stats JSON is most of the work: in parallel, in log order.
+        let files = {
+            use rayon::prelude::*;
+            adds.into_par_iter()
+                .map(|(add, raw_path)| DataFile::from_add(add, raw_path, &partition_physical_names))
+                .collect::<Result<Vec<_>>>()?
+        };
         Ok(Self {
             clustering_columns: None,
             row_tracking: None,

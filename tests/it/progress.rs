@@ -300,6 +300,7 @@ fn sweep_counts_combinations() {
         },
         memory_limit_bytes: None,
         cancel: Arc::default(),
+        estimate: false,
     };
     let report = runtime()
         .block_on(delta_layout::sweep::sweep(

@@ -25,6 +25,7 @@ fn options(layouts: Vec<Layout>, sizes: Vec<u64>, sample: Option<f64>) -> SweepO
         },
         memory_limit_bytes: None,
         cancel: Arc::default(),
+        estimate: false,
     }
 }
 
@@ -253,5 +254,143 @@ fn bad_options_are_named() {
     assert_eq!(
         Layout::parse(" zorder: a , b ").unwrap().name(),
         "zorder:a,b"
+    );
+}
+
+/// `--estimate` against the builds, on the same combinations of a table of 196,608 rows in 24
+/// files: the same file counts, skipping within 2 points (the bar), bytes within 25%,
+/// the same rows, and the table untouched.
+#[test]
+fn estimates_match_builds() {
+    use deltalake::arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
+    use deltalake::arrow::datatypes::{DataType, Field, Schema};
+    use rand::rngs::StdRng;
+    use rand::{Rng as _, SeedableRng as _};
+
+    let mut rng = StdRng::seed_from_u64(15);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Float64, true),
+        Field::new("y", DataType::Int64, true),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let files: Vec<Vec<RecordBatch>> = (0..24)
+        .map(|_| {
+            let n = 8192;
+            let x: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1000.0)).collect();
+            let y: Vec<i64> = (0..n).map(|_| rng.random_range(0..1_000_000)).collect();
+            let s: Vec<String> = (0..n)
+                .map(|_| format!("category-{}", rng.random_range(0..40)))
+                .collect();
+            vec![
+                RecordBatch::try_new(
+                    schema.clone(),
+                    vec![
+                        Arc::new(Float64Array::from(x)),
+                        Arc::new(Int64Array::from(y)),
+                        Arc::new(StringArray::from(s)),
+                    ],
+                )
+                .unwrap(),
+            ]
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Fixture::at(&fixture::synthetic_table(dir.path(), "t", &files));
+    let listing = fixture.listing();
+    let layouts = vec![
+        Layout::Compact,
+        hilbert(&["x", "y"]),
+        Layout::Curve {
+            curve: delta_layout::curve::Curve::ZOrder,
+            columns: vec!["x".into(), "y".into()],
+        },
+    ];
+    let sizes = vec![256 << 10, 1 << 20];
+    let built = run(
+        &fixture.location(),
+        &options(layouts.clone(), sizes.clone(), None),
+    );
+    let mut estimate = options(layouts, sizes, None);
+    estimate.estimate = true;
+    let estimated = run(&fixture.location(), &estimate);
+    assert!(estimated.estimated && !built.estimated);
+    assert_eq!(fixture.listing(), listing, "sweep wrote to the table");
+    assert_eq!(estimated.rows, built.rows);
+    assert_eq!(estimated.combinations.len(), built.combinations.len());
+    for (e, b) in estimated.combinations.iter().zip(&built.combinations) {
+        assert_eq!(
+            (&e.layout, e.target_file_bytes),
+            (&b.layout, b.target_file_bytes)
+        );
+        assert_eq!(e.queries, b.queries, "one workload");
+        assert_eq!(e.files, b.files, "{e:?}\n{b:?}");
+        #[expect(clippy::cast_precision_loss, reason = "test")]
+        let skipped = |c: &Combination| 1.0 - c.files_scanned_avg / c.files as f64;
+        assert!(
+            (skipped(e) - skipped(b)).abs() <= 0.02,
+            "skipping {} estimated, {} built: {e:?}\n{b:?}",
+            skipped(e),
+            skipped(b)
+        );
+        #[expect(clippy::cast_precision_loss, reason = "test")]
+        let bytes_ratio = e.bytes as f64 / b.bytes as f64;
+        assert!((0.75..=1.25).contains(&bytes_ratio), "{e:?}\n{b:?}");
+        assert!(e.rewrite_bytes_0_1pct <= e.rewrite_bytes_1pct && e.rewrite_bytes_1pct <= e.bytes);
+        assert!(
+            e.rewrite_bytes_0_1pct > 0,
+            "0.1% of 196,608 rows touches a file"
+        );
+    }
+    // The curves skip files, or the comparison says little.
+    #[expect(clippy::cast_precision_loss, reason = "test")]
+    let skips = built
+        .combinations
+        .iter()
+        .filter(|c| c.layout != "compact")
+        .all(|c| c.files > 2 && c.files_scanned_avg < c.files as f64 * 0.8);
+    assert!(skips, "{:?}", built.combinations);
+}
+
+/// Estimates measure what a build measures on the tables a hostile test found them to differ
+/// on: predicates on a column the layout does not cluster (its stats must be estimated too),
+/// and a liquid-clustered table, whose scratch tables a build plans without the declared
+/// clustering (so `compact` is no clustering there either).
+#[test]
+fn estimates_follow_builds_on_predicate_columns_and_declared_clustering() {
+    let same = |location: &str, mut options: SweepOptions| {
+        let built = run(location, &options);
+        options.estimate = true;
+        let estimated = run(location, &options);
+        for (e, b) in estimated.combinations.iter().zip(&built.combinations) {
+            assert_eq!(e.files, b.files, "{e:?}\n{b:?}");
+            assert!(
+                (e.files_scanned_avg - b.files_scanned_avg).abs() < 1e-9,
+                "{e:?}\n{b:?}"
+            );
+        }
+        built
+    };
+    let requests = Fixture::copy("http-requests-delta-rs");
+    let mut options = options(
+        vec![Layout::Curve {
+            curve: delta_layout::curve::Curve::ZOrder,
+            columns: vec!["EdgeStartTimestamp".into()],
+        }],
+        vec![4096],
+        None,
+    );
+    options.report.predicates = ["EdgeResponseBytes > 100000000", "EdgeResponseStatus = 404"]
+        .iter()
+        .map(|p| delta_layout::predicate::Predicate::parse(p).unwrap())
+        .collect();
+    let built = same(&requests.location(), options);
+    #[expect(clippy::cast_precision_loss, reason = "test")]
+    let skips = built.combinations[0].files_scanned_avg < built.combinations[0].files as f64;
+    assert!(skips, "the predicates skip files: {:?}", built.combinations);
+
+    let liquid = Fixture::copy("row-tracking-liquid");
+    same(
+        &liquid.location(),
+        self::options(vec![Layout::Compact], vec![1024, 4096], None),
     );
 }

@@ -121,6 +121,11 @@ pub struct SweepArgs {
     /// Directory for the scratch tables (default: the temporary directory); removed after.
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<std::path::PathBuf>,
+    /// Estimate each combination's files and their stats from the table's rows (read once)
+    /// instead of building it: the same plans, row orders and min/max stats, no Parquet
+    /// written; sizes come from the measured output ratio.
+    #[arg(long)]
+    pub estimate: bool,
     /// Predicates to measure instead of generated ones (one per line, as report --predicates).
     #[arg(long, value_name = "FILE")]
     pub predicates: Option<std::path::PathBuf>,

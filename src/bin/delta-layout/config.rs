@@ -230,5 +230,6 @@ pub fn sweep_options(
             other => other,
         },
         cancel: std::sync::Arc::default(),
+        estimate: args.estimate,
     })
 }

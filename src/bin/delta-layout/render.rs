@@ -407,6 +407,12 @@ pub fn sweep(out: &mut impl Write, r: &SweepReport) -> io::Result<()> {
         r.rows,
         format_size(r.bytes)
     )?;
+    if r.estimated {
+        writeln!(
+            out,
+            "estimated  files and their stats computed from the rows, not built: sizes follow the measured output ratio"
+        )?;
+    }
     if r.sample_fraction < 1.0 {
         writeln!(
             out,
@@ -424,7 +430,7 @@ pub fn sweep(out: &mut impl Write, r: &SweepReport) -> io::Result<()> {
             r.columns.join(", ")
         },
         if r.generated_workload {
-            "generated from the first layout built"
+            "generated from the first layout"
         } else {
             "from --predicates"
         }

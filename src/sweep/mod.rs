@@ -20,6 +20,12 @@
 //! Ctrl-C. Scratch tables leave out row tracking and clustering metadata: they only serve to
 //! measure layouts.
 //!
+//! **Estimates** (`--estimate`). Instead of building each combination, its files and their
+//! stats are computed from the table's rows, read once (the [`estimate`] module): the same
+//! plans, orders and stats as a build, without writing Parquet. Sizes are estimated from the
+//! plan's output ratio, so `bytes` and the rewrite estimates are approximate; skipping is
+//! that of the estimated files' exact min/max.
+//!
 //! **Sampling.** With a sample of fraction f, each row is kept with probability f. Files are
 //! planned (bin-packed, or cut into curve ranges) on the full table's sizes with the target
 //! T, and each output file holds the sample of what a full-size file would: about T x f
@@ -43,6 +49,8 @@ use crate::predicate::Predicate;
 use crate::progress::{Phase, Progress, Scope};
 use crate::report::{Analysis, ReportOptions};
 use crate::table::TableView;
+
+mod estimate;
 
 /// Without `--sample`, tables up to this many bytes are swept whole; larger ones are
 /// sampled down to about this size.
@@ -121,6 +129,9 @@ pub struct SweepOptions {
     pub memory_limit_bytes: Option<u64>,
     /// Set to stop between and inside builds.
     pub cancel: Arc<AtomicBool>,
+    /// Estimate each combination's files from the table's rows instead of building it
+    /// (see the module docs).
+    pub estimate: bool,
 }
 
 /// The figures of one layout at one target size.
@@ -154,7 +165,7 @@ pub struct Combination {
     pub rewrite_bytes_0_1pct: u64,
     /// Bytes of the files holding 1% of the rows.
     pub rewrite_bytes_1pct: u64,
-    /// Time to build the layout, milliseconds.
+    /// Time to build the layout (or, estimated, to compute its files), milliseconds.
     pub build_ms: u64,
     /// No other combination has at most as many files, scans at most as many bytes and
     /// rewrites at most as many bytes for 1% of rows, and is better in one of them.
@@ -178,6 +189,8 @@ pub struct SweepReport {
     pub columns: Vec<String>,
     /// Whether the predicates were generated (false: `--predicates FILE`).
     pub generated_workload: bool,
+    /// Whether the combinations were estimated (`--estimate`) rather than built.
+    pub estimated: bool,
     /// Every combination, layout by layout, sizes in the order given.
     pub combinations: Vec<Combination>,
     /// Wall time of the whole sweep, milliseconds.
@@ -271,6 +284,9 @@ pub async fn sweep(
             1.0
         }
     });
+    if options.estimate {
+        return sweep_estimated(table, options, fraction, progress, started).await;
+    }
     let scratch = Scratch::new(options.scratch.as_deref(), source_root.as_deref())?;
     let log = scratch_log(&table, source_root.is_none())?;
 
@@ -345,7 +361,13 @@ pub async fn sweep(
                 let report_columns = report_columns.clone();
                 let report = options.report.clone();
                 tokio::task::spawn_blocking(move || {
-                    measure(&laid_out, workload_in, report_columns.as_deref(), &report)
+                    measure(
+                        &laid_out,
+                        workload_in,
+                        report_columns.as_deref(),
+                        &report,
+                        None,
+                    )
                 })
                 .await
                 .map_err(|e| Error::Internal(format!("the measuring task failed: {e}")))??
@@ -375,6 +397,203 @@ pub async fn sweep(
         sample_fraction: fraction,
         columns: columns_used,
         generated_workload: options.report.predicates.is_empty(),
+        estimated: false,
+        combinations,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// [`sweep`] with `--estimate`: the table's rows read once, each combination's files
+/// estimated from them (see the [`estimate`] module) and measured as a build is.
+async fn sweep_estimated(
+    table: TableView,
+    options: &SweepOptions,
+    fraction: f64,
+    progress: Arc<dyn Progress>,
+    started: Instant,
+) -> Result<SweepReport> {
+    let totals = table.totals();
+    let report_columns = report_columns(&table, options);
+    // Planned and read as the scratch tables of a build are: without the clustering
+    // columns or row tracking the table declares (a scratch log leaves them out).
+    let mut table = table;
+    table.clustering_columns = None;
+    table.row_tracking = None;
+    // Each layout's plan options, and the leaves its files' stats cover.
+    let plan_options = |layout: &Layout, target: u64| {
+        let mut plan = PlanOptions::default()
+            .with_target_file_bytes(Some(target))
+            .with_rewrite_all(true);
+        if let Layout::Curve { curve, columns } = layout {
+            let mut request = ClusterRequest::new(*curve, columns.clone());
+            request.full = true;
+            plan = plan.with_clustering(Some(request));
+        }
+        plan
+    };
+    // The columns read: those the measures look at (the report's columns, or without them
+    // every column a written file has stats on, as the workload is drawn from the first
+    // combination's stats), those the predicates filter, and (below) the curves' columns.
+    let indexed = crate::rewrite::stats::indexed_columns(&table)?;
+    let as_leaf = |c: &crate::pruning::ColumnRef| crate::table::LeafColumn {
+        logical: c.logical.clone(),
+        physical: c.physical.clone(),
+        data_type: c.data_type.clone(),
+    };
+    let mut needed: Vec<crate::table::LeafColumn> = match &report_columns {
+        Some(names) => Analysis::new(&table, Some(names))?
+            .columns()
+            .iter()
+            .filter(|c| c.partition_index.is_none())
+            .map(as_leaf)
+            .collect(),
+        None => indexed.clone(),
+    };
+    for predicate in &options.report.predicates {
+        let pruner = crate::pruning::Pruner::new(&table, predicate)?;
+        for column in pruner.columns() {
+            if column.partition_index.is_none()
+                && !needed.iter().any(|l| l.physical == column.physical)
+            {
+                needed.push(as_leaf(column));
+            }
+        }
+    }
+    let mut plans_of: Vec<Vec<crate::plan::Plan>> = Vec::new();
+    for layout in &options.layouts {
+        let mut plans = Vec::new();
+        for &target in &options.target_sizes {
+            // Planned as a build plans: sized by the output ratio measured on the sample of
+            // files this plan draws.
+            let build = OptimizeOptions::default()
+                .with_plan(plan_options(layout, target))
+                .with_cancel(options.cancel.clone());
+            let plan = crate::optimize::plan_sized(&table, &build)
+                .await
+                .map_err(|e| as_layout_error(e, layout))?;
+            if let Some(clustering) = &plan.clustering {
+                for leaf in &clustering.leaves {
+                    if !needed.iter().any(|l| l.physical == leaf.physical) {
+                        needed.push(leaf.clone());
+                    }
+                }
+            }
+            plans.push(plan);
+        }
+        plans_of.push(plans);
+    }
+    let with_tight_bounds = table
+        .protocol
+        .effective_features()
+        .iter()
+        .any(|f| f == "deletionVectors");
+    let mut reader = crate::rewrite::read::Reader::for_table(&table)?;
+    reader.sample = (fraction < 1.0).then_some((fraction, options.report.seed));
+    reader.cancel = Some(options.cancel.clone());
+    let table = Arc::new(table);
+    let rows = {
+        let table = table.clone();
+        let needed = needed.clone();
+        let seed = options.report.seed;
+        tokio::task::spawn_blocking(move || {
+            estimate::Rows::read(&table, &reader, &needed, &UPDATE_FRACTIONS, seed)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("the reading task failed: {e}")))??
+    };
+    let rows = Arc::new(rows);
+
+    let mut combinations: Vec<Combination> = Vec::new();
+    let mut workload: Option<Vec<Predicate>> = None;
+    let mut columns_used: Vec<String> = Vec::new();
+    let total = options.layouts.len() * options.target_sizes.len();
+    progress.phase_started(Scope::Run, Phase::Sweep, total as u64);
+    for (layout, plans) in options.layouts.iter().zip(plans_of) {
+        for (plan, &target) in plans.into_iter().zip(&options.target_sizes) {
+            if options.cancel.load(Ordering::SeqCst) {
+                return Err(Error::Cancelled);
+            }
+            let built = Instant::now();
+            // Stats as a build collects them: the indexed columns and the clustering
+            // columns, of those read.
+            let mut stats_leaves: Vec<crate::table::LeafColumn> = indexed
+                .iter()
+                .filter(|l| needed.iter().any(|n| n.physical == l.physical))
+                .cloned()
+                .collect();
+            if let Some(clustering) = &plan.clustering {
+                for leaf in &clustering.leaves {
+                    if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
+                        stats_leaves.push(leaf.clone());
+                    }
+                }
+            }
+            let measured = {
+                let table = table.clone();
+                let rows = rows.clone();
+                let cancel = options.cancel.clone();
+                let workload_in = workload.clone();
+                let report_columns = report_columns.clone();
+                let report = options.report.clone();
+                tokio::task::spawn_blocking(move || {
+                    let settings = estimate::Settings {
+                        stats_leaves,
+                        with_tight_bounds,
+                        fraction,
+                        update_fractions: UPDATE_FRACTIONS.len(),
+                    };
+                    let estimated = estimate::estimate(&table, &plan, &rows, &settings, &cancel)?;
+                    if totals.rows > 0 && estimated.table.totals().rows == 0 {
+                        return Err(Error::invalid_option(
+                            crate::Setting::Sample,
+                            format!(
+                                "a sample of {fraction} keeps none of the table's {} rows",
+                                totals.rows
+                            ),
+                        ));
+                    }
+                    measure(
+                        &estimated.table,
+                        workload_in,
+                        report_columns.as_deref(),
+                        &report,
+                        Some(estimated.touched),
+                    )
+                })
+                .await
+                .map_err(|e| Error::Internal(format!("the estimating task failed: {e}")))??
+            };
+            let (mut combination, predicates, names) = measured;
+            if workload.is_none() {
+                workload = Some(predicates);
+                columns_used = names;
+            }
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss,
+                reason = "a size"
+            )]
+            let simulated = ((target as f64 * fraction).round() as u64).max(1);
+            combination.layout = layout.name();
+            combination.target_file_bytes = target;
+            combination.simulated_target_bytes = simulated;
+            combination.build_ms = u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX);
+            combinations.push(combination);
+            progress.phase_advanced(Scope::Run, Phase::Sweep, 1);
+        }
+    }
+    progress.phase_finished(Scope::Run, Phase::Sweep);
+    mark_pareto(&mut combinations);
+    Ok(SweepReport {
+        table: table.display_location(),
+        version: table.version,
+        rows: totals.rows,
+        bytes: totals.bytes,
+        sample_fraction: fraction,
+        columns: columns_used,
+        generated_workload: options.report.predicates.is_empty(),
+        estimated: true,
         combinations,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     })
@@ -406,11 +625,14 @@ type Measured = (Combination, Vec<Predicate>, Vec<String>);
 
 /// Measures one built layout: sizes, the workload (drawn here when `workload` is `None`),
 /// write amplification.
+/// `touched`: per update fraction, per file, whether the update touches the file; `None`
+/// reads the files and hashes their rows ([`files_touched`]).
 fn measure(
     table: &TableView,
     workload: Option<Vec<Predicate>>,
     columns: Option<&[String]>,
     options: &ReportOptions,
+    touched: Option<Vec<Vec<bool>>>,
 ) -> Result<Measured> {
     let analysis = Analysis::new(table, columns)?;
     let names: Vec<String> = analysis.columns().iter().map(|c| c.name.clone()).collect();
@@ -446,7 +668,10 @@ fn measure(
     }
     #[expect(clippy::cast_precision_loss, reason = "averages")]
     let n = predicates.len().max(1) as f64;
-    let touched = files_touched(table, &UPDATE_FRACTIONS, options.seed)?;
+    let touched = match touched {
+        Some(touched) => touched,
+        None => files_touched(table, &UPDATE_FRACTIONS, options.seed)?,
+    };
     let rewrite = |k: usize| -> u64 {
         touched[k]
             .iter()
@@ -794,10 +1019,15 @@ pub fn html(report: &SweepReport) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>delta-layout sweep: {t}</title>\
          <style>body{{font-family:system-ui,sans-serif;margin:24px}}table{{border-collapse:collapse}}\
          td,th{{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd;white-space:nowrap}}</style></head><body>\
-         <h1>delta-layout sweep: {t}</h1><p>version {v}, {rows} rows{sample}</p>\n",
+         <h1>delta-layout sweep: {t}</h1><p>version {v}, {rows} rows{estimated}{sample}</p>\n",
         t = escape(&report.table),
         v = report.version,
         rows = report.rows,
+        estimated = if report.estimated {
+            "; estimated (files and stats computed from the rows, not built; sizes from the measured output ratio)"
+        } else {
+            ""
+        },
         sample = if report.sample_fraction < 1.0 {
             format!(
                 "; built from a {:.4} sample with target sizes scaled by it",
@@ -1027,6 +1257,7 @@ mod tests {
             sample_fraction: 1.0,
             columns: vec!["a".into()],
             generated_workload: true,
+            estimated: false,
             combinations: vec![
                 combination("compact", 3, 3.0 * 1_048_576.0, 3 << 20),
                 combination("compact", 30, 2.0 * 1_048_576.0, 1 << 20),
