@@ -93,8 +93,19 @@ pub(crate) fn execute(
     } else {
         context.threads
     };
+    // Compaction bins in flight, each holding compaction_bin_bytes: as many as the memory
+    // limit holds, at least one.
+    let by_memory = if plan.clustering.is_some() {
+        usize::MAX
+    } else {
+        usize::try_from(
+            context.memory_limit_bytes / compaction_bin_bytes(table, plan, context).max(1),
+        )
+        .unwrap_or(usize::MAX)
+        .max(1)
+    };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(wanted.min(num_bins).min(MAX_THREADS))
+        .num_threads(wanted.min(num_bins).min(by_memory).min(MAX_THREADS))
         .thread_name(|i| format!("delta-layout-{i}"))
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the worker pool: {e}")))?;
@@ -140,6 +151,32 @@ pub(crate) fn execute(
     }
     outcomes.sort_by_key(|o| o.bin_id);
     Ok(outcomes)
+}
+
+/// What one compaction bin holds at most while it runs, bytes: the file it writes (its
+/// buffer reserved at 1.25x the target), the row groups being encoded (counted as 8 x
+/// [`write::row_group_bytes`]: the batches of one and its encoded columns), the files fetched
+/// ahead ([`read::DEFAULT_READ_CONCURRENCY`] or `--read-concurrency` of the largest input,
+/// at most [`read::PREFETCH_BYTES`]) and the batches decoded from them ([`read::DECODE_BYTES`]
+/// of input at a time, counted 4 times over: Arrow arrays are larger than the compressed
+/// Parquet they come from). [`execute`] runs as many compaction bins at once as
+/// `--memory-limit` holds.
+fn compaction_bin_bytes(table: &TableView, plan: &Plan, context: &RewriteContext) -> u64 {
+    let target = plan.target_file_bytes;
+    let largest = plan
+        .bins()
+        .flat_map(|b| b.files.iter())
+        .map(|&i| table.files[i].size_bytes)
+        .max()
+        .unwrap_or(0);
+    let prefetch = largest
+        .saturating_mul(context.read_concurrency as u64)
+        .min(read::PREFETCH_BYTES.max(largest));
+    target
+        .saturating_add(target / 4)
+        .saturating_add(8 * write::row_group_bytes(target))
+        .saturating_add(prefetch)
+        .saturating_add(4 * read::DECODE_BYTES)
 }
 
 /// Deletes written files, best effort (a file that cannot be deleted is logged).

@@ -362,6 +362,34 @@ fn small_target_packs_several_bins_and_rolls_files() {
     );
 }
 
+/// A memory limit smaller than one compaction bin's buffers runs one bin at a time: the same
+/// files and rows as with the default limit.
+#[test]
+fn a_tight_memory_limit_compacts_one_bin_at_a_time_with_the_same_result() {
+    let plan = PlanOptions::default()
+        .with_target_file_bytes(Some(3_000))
+        .with_min_file_bytes(Some(1_000));
+    let mut results = Vec::new();
+    for limit in [None, Some(1)] {
+        let fixture = Fixture::copy("v2-checkpoint-sidecars");
+        let location = fixture.location();
+        let before = rows(&location);
+        let outcome = optimize(
+            &location,
+            &OptimizeOptions::default()
+                .with_plan(plan.clone())
+                .with_memory_limit(limit),
+        )
+        .unwrap();
+        assert!(outcome.bins > 10, "{} bins", outcome.bins);
+        assert_eq!(rows(&location), before);
+        let mut sizes: Vec<u64> = load(&location).files.iter().map(|f| f.size_bytes).collect();
+        sizes.sort_unstable();
+        results.push((outcome.files_added, sizes));
+    }
+    assert_eq!(results[0], results[1]);
+}
+
 #[test]
 fn where_selects_partitions() {
     let fixture = Fixture::copy("partitioned-string-null");
