@@ -424,7 +424,16 @@ impl RankedBounds {
             Some(keys) => {
                 let mut keyed: Vec<(i128, usize)> = keys.into_iter().zip(0..).collect();
                 keyed.par_sort_unstable();
-                sorted = keyed.into_iter().map(|(_, i)| sorted[i]).collect();
+                // Equal keys must be equal values (a leap second shares its key with the
+                // next second's): else the comparison decides.
+                let exact = keyed.windows(2).all(|w| {
+                    w[0].0 != w[1].0 || order(sorted[w[0].1].0, sorted[w[1].1].0) == Equal
+                });
+                if exact {
+                    sorted = keyed.into_iter().map(|(_, i)| sorted[i]).collect();
+                } else {
+                    sorted.par_sort_unstable_by(|a, b| order(a.0, b.0));
+                }
             }
             None => sorted.par_sort_unstable_by(|a, b| order(a.0, b.0)),
         }
@@ -1168,6 +1177,51 @@ mod tests {
                 expected.map(Typed::Date),
                 "{text}"
             );
+        }
+    }
+
+    /// A leap second and the half second after it share an integer key; ranks still follow
+    /// the comparison, so no file is skipped that the per-file rules keep.
+    #[test]
+    fn a_leap_second_is_ranked_by_comparison() {
+        let ts = |text: &str| parse_typed(&DataType::Primitive(PrimitiveType::Timestamp), text);
+        let leap = ts("2016-12-31 23:59:60.5").expect("chrono reads a leap second");
+        let after = ts("2017-01-01 00:00:00.5").unwrap();
+        assert_eq!(leap.order_key(), after.order_key());
+        assert_ne!(leap.compare(&after), Some(std::cmp::Ordering::Equal));
+        let file = |v: &Typed| FileBounds {
+            min: Some(v.clone()),
+            max: Some(v.clone()),
+            upper: Some(v.clone()),
+            ..FileBounds::default()
+        };
+        let timestamp = DataType::Primitive(PrimitiveType::Timestamp);
+        // In both file orders: equal keys must not be ordered by position.
+        for bounds in [
+            vec![file(&leap), file(&after)],
+            vec![file(&after), file(&leap)],
+        ] {
+            let ranked = RankedBounds::new(&bounds);
+            let view = [ColumnFiles {
+                bounds: &bounds,
+                ranked: &ranked,
+            }];
+            for op in [
+                CompareOp::Eq,
+                CompareOp::Lt,
+                CompareOp::Gt,
+                CompareOp::NotEq,
+            ] {
+                for literal in [&leap, &after] {
+                    let pruner = Pruner {
+                        columns: vec![column("t", timestamp.clone(), false)],
+                        root: Node::Compare(0, op, Some(literal.clone())),
+                    };
+                    let per_file: Vec<bool> =
+                        bounds.iter().map(|b| pruner.may_match(&[b])).collect();
+                    assert_eq!(pruner.prune(&view), per_file, "{op:?} {literal:?}");
+                }
+            }
         }
     }
 }
