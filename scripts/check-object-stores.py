@@ -16,6 +16,9 @@ On each server:
     `history`, and `sweep` (scratch log on local disk naming the source's files and deletion
     vectors by absolute URI; the source's objects unchanged);
     delta-rs reads the same rows before and after every commit; a second run commits nothing;
+  * a table of two 12 MiB files compacted into one of about 24 MiB, larger than an upload
+    part (16 MiB): uploaded in parts (S3 multipart upload, Azure block list), committed, read
+    back byte for byte by delta-rs, nothing staged left beside it;
   * a delta-rs writer appending all through an `optimize`: the appends land, no row is lost
     or duplicated;
   * a conflicting delete committed during an `optimize`: exit 3, nothing committed, and no
@@ -35,6 +38,7 @@ Exit code 0 when every check passes; prints one line per check.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -541,6 +545,41 @@ def run_store(store, binary, testdata):
     check(f"{kind}: deletion vectors applied by the rewrite",
           json.loads(out.stdout)["version"] == d1 == d0 + 1 and after == before,
           f"{len(before)} rows before, {len(after)} after")
+
+    # A file larger than an upload part (16 MiB) is uploaded in parts (S3's multipart upload,
+    # Azure's block list) and reads back whole; nothing staged is left beside it.
+    large = f"{store.root}/large"
+    for i in range(2):
+        ids = list(range(i * 3000, (i + 1) * 3000))
+        blobs = [os.urandom(4096) for _ in ids]
+        write_deltalake(large, pa.table({"id": pa.array(ids, pa.int64()),
+                                         "b": pa.array(blobs, pa.binary())}),
+                        mode="append", storage_options=store.options)
+    keys_before = store.keys("large")
+
+    def digests():
+        dt = DeltaTable(large, storage_options=store.options)
+        table = dt.to_pyarrow_table()
+        return sorted(zip(table["id"].to_pylist(),
+                          (hashlib.sha256(b).hexdigest() for b in table["b"].to_pylist()))), dt.version()
+
+    before, l0 = digests()
+    out = cli(store, binary, "optimize", large, "--target-size", "64MiB", "--json", "--no-report",
+              check_rc=0)
+    result = json.loads(out.stdout)
+    after, l1 = digests()
+    dt = DeltaTable(large, storage_options=store.options)
+    sizes = [store.fs.get_file_info(f"delta-tables/large/{u.split('/large/', 1)[1]}").size
+             for u in dt.file_uris()]
+    check(f"{kind}: a file of two upload parts is committed",
+          result["version"] == l1 == l0 + 1 and len(dt.file_uris()) == 1
+          and sizes and sizes[0] > 16 << 20,
+          f"version {result['version']}, files {dt.file_uris()}, sizes {sizes}")
+    check(f"{kind}: the multipart file reads back every row, byte for byte",
+          after == before and len(after) == 6000, f"{len(after)} rows")
+    live = {u.split("/large/", 1)[1] for u in dt.file_uris()}
+    left = new_objects(store, "large", keys_before) - live
+    check(f"{kind}: no staged part is left beside it", not left, f"{sorted(left)[:5]}")
 
     # A writer appending all through an optimize: its appends land, nothing is lost or doubled.
     busy = f"{store.root}/busy"

@@ -522,7 +522,7 @@ pub(crate) async fn write_bins(
         }
     }
     // Leftovers of runs that were killed: spill directories of dead processes, and (on a
-    // local table) commit staging files older than an hour.
+    // local table) commit and upload staging files older than an hour.
     if plan.clustering.is_some() {
         let parent = options
             .spill_directory
@@ -535,6 +535,13 @@ pub(crate) async fn write_bins(
     }
     if let Ok(root) = table.location.to_file_path() {
         rewrite::leftovers::remove_stale_commit_staging(&root, rewrite::leftovers::STAGING_MAX_AGE);
+        let removed = rewrite::leftovers::remove_stale_upload_staging(
+            &root,
+            rewrite::leftovers::STAGING_MAX_AGE,
+        );
+        if removed > 0 {
+            log::info!("removed {removed} upload staging files of runs that died");
+        }
     }
     let context = RewriteContext {
         read_concurrency: options

@@ -24,7 +24,8 @@
 //! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads as
 //! many ranges at a time as the budget holds (at least one), each range's rows held once and
 //! gathered in sorted order in chunks, as in memory; there the budget also counts each
-//! range writer's buffers (the file it writes, up to 1.25x the target, and a row group). In
+//! range writer's buffers (the part of its file not uploaded yet, at most 64 MiB: see
+//! [`super::upload`], and a row group). In
 //! memory, rows take at most half the budget (the other half is for the rows being gathered
 //! and encoded). Ranges are about one output file each, so peak memory stays near the budget
 //! whatever the partition's size, unless a single range (one output file of rows) is larger
@@ -148,11 +149,15 @@ pub(crate) fn run(
     }
 
     // What a range's writer holds besides its rows, counted against the budget out of core:
-    // the file it writes (up to 1.25x the target) and a row group's rows and encoded columns.
-    let target = config(BTreeMap::new(), 0).target_file_bytes;
-    let writer_bytes = target
-        .saturating_add(target / 4)
-        .saturating_add(4 * super::write::row_group_bytes(target));
+    // the part of its file not uploaded yet (of a file up to 1.25x the target) and a row
+    // group's rows and encoded columns.
+    let writer_config = config(BTreeMap::new(), 0);
+    let target = writer_config.target_file_bytes;
+    let writer_bytes = super::upload::held_file_bytes(
+        target.saturating_add(target / 4),
+        writer_config.upload_part_bytes,
+    )
+    .saturating_add(4 * super::write::row_group_bytes(target));
 
     // 2. and 3. Buckets and range boundaries: from the plan's key space, or from the sample.
     let (buckets, boundaries, sample_keys) = match split {

@@ -5,6 +5,8 @@
 //! |---|---|---|
 //! | spill directory | `delta-layout-spill-<pid>-<random>` in the spill directory | the next clustering run, once process `<pid>` no longer exists |
 //! | commit staging file | `_delta_log/<version>.json#<n>` (the local store writes there, then links) | the next `optimize` of the table, once it is older than [`STAGING_MAX_AGE`] |
+//! | upload staging file (local tables) | `<partition>/part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet#<n>`: a file larger than an upload part, being written (the local store stages it, then renames it into place; see [`super::upload`]) | the next `optimize` of the table, once it is older than [`STAGING_MAX_AGE`] (`vacuum` never sees it: the local store's listing skips these names) |
+//! | unfinished multipart upload (object stores) | an upload id for a data file's name, invisible to listings | the store's own rule: an S3 lifecycle rule with `AbortIncompleteMultipartUpload`; Azure drops uncommitted blocks after 7 days |
 //! | data files | `part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet`, referenced by no commit | `VACUUM` (Delta's, delta-rs'), after the table's retention: a file of a run still going cannot be told from one of a dead run by its name alone |
 //!
 //! Everything here is best effort: a leftover that cannot be removed is logged, never an error.
@@ -103,6 +105,69 @@ pub fn remove_stale_commit_staging(root: &Path, max_age: Duration) -> usize {
     removed
 }
 
+/// Whether `name` is the staging file of a data file this tool writes, as the local store
+/// names it during a multipart upload: `part-<bin>-<16 hex run id>-...parquet#<n>`.
+fn is_upload_staging(name: &str) -> bool {
+    let Some((file, n)) = name.rsplit_once('#') else {
+        return false;
+    };
+    let run_id = file.split('-').nth(2).unwrap_or_default();
+    file.starts_with("part-")
+        && file.ends_with(".parquet")
+        && run_id.len() == 16
+        && run_id.bytes().all(|b| b.is_ascii_hexdigit())
+        && !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Removes the upload staging files of data files (see [`is_upload_staging`]) older than
+/// `max_age` from the local table at `root` and its partition directories (every directory
+/// but `_delta_log` and names starting with `_` or `.`; links are not followed). A staging
+/// file that old belongs to a dead run: a live upload writes to its file with every part.
+/// Returns how many were removed.
+pub fn remove_stale_upload_staging(root: &Path, max_age: Duration) -> usize {
+    let mut removed = 0;
+    let mut directories = vec![root.to_path_buf()];
+    while let Some(directory) = directories.pop() {
+        let Ok(entries) = std::fs::read_dir(&directory) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if !name.starts_with(['_', '.']) {
+                    directories.push(entry.path());
+                }
+                continue;
+            }
+            if !kind.is_file() || !is_upload_staging(name) {
+                continue;
+            }
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= max_age);
+            if !old {
+                continue;
+            }
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => removed += 1,
+                Err(e) => log::warn!(
+                    "could not remove the upload staging file '{}' of a dead run: {e}",
+                    entry.path().display()
+                ),
+            }
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +205,27 @@ mod tests {
         assert_eq!(remove_stale_commit_staging(dir.path(), STAGING_MAX_AGE), 0);
         assert_eq!(remove_stale_commit_staging(dir.path(), Duration::ZERO), 1);
         assert!(!staging.exists() && commit.exists() && odd.exists());
+    }
+
+    #[test]
+    fn stale_upload_staging_files_go_data_files_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let partition = dir.path().join("p=1");
+        let hidden = dir.path().join("_delta_log");
+        std::fs::create_dir_all(&partition).unwrap();
+        std::fs::create_dir_all(&hidden).unwrap();
+        let name = "part-00003-0123456789abcdef-00000-1a2b3c4d-c000.zstd.parquet";
+        let staging = partition.join(format!("{name}#1"));
+        let top = dir.path().join(format!("{name}#12"));
+        let data = partition.join(name);
+        let foreign = partition.join("notes.parquet#1");
+        let in_log = hidden.join(format!("{name}#1"));
+        for f in [&staging, &top, &data, &foreign, &in_log] {
+            std::fs::write(f, b"bytes").unwrap();
+        }
+        assert_eq!(remove_stale_upload_staging(dir.path(), STAGING_MAX_AGE), 0);
+        assert_eq!(remove_stale_upload_staging(dir.path(), Duration::ZERO), 2);
+        assert!(!staging.exists() && !top.exists());
+        assert!(data.exists() && foreign.exists() && in_log.exists());
     }
 }

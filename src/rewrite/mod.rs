@@ -16,6 +16,7 @@ pub mod estimate;
 pub mod leftovers;
 pub mod read;
 pub mod stats;
+pub mod upload;
 pub mod write;
 
 use std::collections::BTreeMap;
@@ -153,8 +154,8 @@ pub(crate) fn execute(
     Ok(outcomes)
 }
 
-/// What one compaction bin holds at most while it runs, bytes: the file it writes (its
-/// buffer reserved at 1.25x the target), the row groups being encoded (counted as 8 x
+/// What one compaction bin holds at most while it runs, bytes: the part of the file it
+/// writes that is not uploaded yet ([`upload::held_file_bytes`] of 1.25x the target), the row groups being encoded (counted as 8 x
 /// [`write::row_group_bytes`]: the batches of one and its encoded columns), the files fetched
 /// ahead ([`read::DEFAULT_READ_CONCURRENCY`] or `--read-concurrency` of the largest input,
 /// at most [`read::PREFETCH_BYTES`]) and the batches decoded from them ([`read::DECODE_BYTES`]
@@ -172,8 +173,7 @@ fn compaction_bin_bytes(table: &TableView, plan: &Plan, context: &RewriteContext
     let prefetch = largest
         .saturating_mul(context.read_concurrency as u64)
         .min(read::PREFETCH_BYTES.max(largest));
-    target
-        .saturating_add(target / 4)
+    upload::held_file_bytes(target.saturating_add(target / 4), upload::UPLOAD_PART_BYTES)
         .saturating_add(8 * write::row_group_bytes(target))
         .saturating_add(prefetch)
         .saturating_add(4 * read::DECODE_BYTES)
@@ -244,6 +244,7 @@ fn run_bin(
         store: context.reader.store.clone(),
         runtime: context.reader.runtime.clone(),
         expected_rows: None,
+        upload_part_bytes: upload::UPLOAD_PART_BYTES,
     };
     let mut written = Vec::new();
     let rows = match &plan.clustering {

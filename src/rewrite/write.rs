@@ -2,7 +2,7 @@
 //!
 //! Rows are buffered as Arrow batches until they make a row group ([`row_group_bytes`] at
 //! the bytes per row encoded so far, at most [`MAX_ROW_GROUP_ROWS`]; the first one
-//! [`first_row_group_rows`]),
+//! [`first_row_group_rows`], fewer of wide rows: at most [`row_group_bytes`] of Arrow memory),
 //! which is then encoded with its columns in parallel (arrow-rs' `ArrowColumnWriter`, one
 //! task per leaf column), so one writer keeps several cores busy: a partition that yields
 //! only a few large files no longer encodes on one core. A file's size is its encoded row
@@ -14,9 +14,9 @@
 //! [`crate::plan::FILE_SIZE_TOLERANCE`] of the target, and the last one takes the rest
 //! instead of leaving a sliver; never past 1.2x the target. File names follow Spark's shape:
 //! `part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet`, inside the partition's directory
-//! ([`crate::plan::PartitionPlan::directory`]).
+//! ([`crate::plan::PartitionPlan::directory`]). Each file is uploaded as it is written
+//! ([`super::upload`]).
 
-use object_store::ObjectStoreExt as _;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -34,6 +34,7 @@ use deltalake::{ObjectStore, Path};
 use rayon::prelude::*;
 
 use super::stats::StatsCollector;
+use super::upload::{FailureSlot, FileUpload};
 use crate::error::{Error, Result};
 use crate::table::LeafColumn;
 
@@ -162,7 +163,8 @@ pub struct WrittenFile {
     pub tags: BTreeMap<String, String>,
 }
 
-/// Streams batches into rolling Parquet files and uploads each when it closes.
+/// Streams batches into rolling Parquet files, each uploaded as it is written
+/// ([`super::upload`]: one put when it closes, or in parts while it grows).
 pub(crate) struct RollingWriter {
     // config
     schema: SchemaRef,
@@ -179,6 +181,7 @@ pub(crate) struct RollingWriter {
     store: Arc<dyn ObjectStore>,
     runtime: tokio::runtime::Handle,
     expected_rows: Option<u64>,
+    upload_part_bytes: usize,
     // state
     current: Option<OpenFile>,
     written: Vec<WrittenFile>,
@@ -192,13 +195,48 @@ pub(crate) struct RollingWriter {
 
 /// The file being written: its row groups encoded so far, and the rows of the next one.
 struct OpenFile {
-    writer: SerializedFileWriter<Vec<u8>>,
+    writer: SerializedFileWriter<FileUpload>,
     factory: ArrowRowGroupWriterFactory,
     stats: StatsCollector,
+    /// Its path, relative to the table root.
+    path: String,
+    /// The storage failure behind a failed write, if any.
+    failure: FailureSlot,
     /// Rows of the next row group, not yet encoded.
     pending: Vec<RecordBatch>,
     pending_rows: usize,
+    /// Arrow bytes of `pending` (counted only before the writer's first row group).
+    pending_arrow_bytes: u64,
     row_groups: usize,
+}
+
+/// Arrow bytes of `batch`'s rows (of its slice only, where it is a slice of a larger batch).
+fn arrow_bytes(batch: &RecordBatch) -> u64 {
+    batch
+        .columns()
+        .iter()
+        .map(|column| {
+            column
+                .to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| column.get_array_memory_size()) as u64
+        })
+        .sum()
+}
+
+/// The error of a failed Parquet write to the file at `path`: the storage failure behind it
+/// when its upload failed (a part could not be sent), else the Parquet error.
+fn file_error(path: &str, failure: &FailureSlot, source: ParquetError) -> Error {
+    match failure.take() {
+        Some(failure) => Error::ObjectStore {
+            path: path.to_owned(),
+            source: Box::new(failure),
+        },
+        None => Error::Parquet {
+            path: path.to_owned(),
+            source,
+        },
+    }
 }
 
 /// What a [`RollingWriter`] needs to know.
@@ -222,11 +260,9 @@ pub(crate) struct WriterConfig {
     /// Rows the stream will hold, when known (an estimate: it only moves where files are
     /// cut): files are then cut by [`crate::plan::output_files`] of the bytes still to come.
     pub expected_rows: Option<u64>,
+    /// Bytes of an upload's parts ([`super::upload::UPLOAD_PART_BYTES`]; smaller in tests).
+    pub upload_part_bytes: usize,
 }
-
-/// Most bytes reserved up front for a file being written (2 GiB; a file may still grow past
-/// it).
-pub const MAX_RESERVED_FILE_BYTES: u64 = 2 << 30;
 
 /// Most rows of a row group: 2^20.
 pub const MAX_ROW_GROUP_ROWS: usize = 1 << 20;
@@ -285,6 +321,7 @@ impl RollingWriter {
             store: config.store,
             runtime: config.runtime,
             expected_rows: config.expected_rows,
+            upload_part_bytes: config.upload_part_bytes,
             current: None,
             written: Vec::new(),
             rows: 0,
@@ -347,9 +384,20 @@ impl RollingWriter {
 
     /// Writes `batch`, in slices of [`RollingWriter::rows_per_write`] rows.
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        // Before anything is encoded, the Arrow bytes per row of this batch bound the slices.
+        let arrow_row_bytes = if self.encoded_rows == 0 {
+            arrow_bytes(batch) / batch.num_rows() as u64
+        } else {
+            0
+        };
         let mut offset = 0;
         while offset < batch.num_rows() {
-            let rows = self.rows_per_write().min(batch.num_rows() - offset);
+            let rows = self
+                .rows_per_write(arrow_row_bytes)
+                .min(batch.num_rows() - offset);
             self.write_rows(&batch.slice(offset, rows))?;
             offset += rows;
         }
@@ -358,7 +406,8 @@ impl RollingWriter {
 
     /// Rows taken at a time, so that the open file is checked against the target about every
     /// 1/16 of it (at the bytes per row encoded so far; before anything is encoded, the first
-    /// row group's rows): a batch larger than the target (a small target, a read batch of
+    /// row group's rows, fewer when their Arrow bytes, at `arrow_row_bytes` a row, pass
+    /// [`row_group_bytes`]): a batch larger than the target (a small target, a read batch of
     /// many rows) no longer passes it whole.
     #[expect(
         clippy::cast_possible_truncation,
@@ -366,9 +415,16 @@ impl RollingWriter {
         clippy::cast_precision_loss,
         reason = "a row count, rounded"
     )]
-    fn rows_per_write(&self) -> usize {
+    fn rows_per_write(&self, arrow_row_bytes: u64) -> usize {
         if self.encoded_rows == 0 || self.encoded_bytes == 0 {
-            return first_row_group_rows(self.target_file_bytes);
+            let by_bytes = row_group_bytes(self.target_file_bytes)
+                .checked_div(arrow_row_bytes)
+                .map_or(usize::MAX, |rows| {
+                    usize::try_from(rows).unwrap_or(usize::MAX)
+                });
+            return first_row_group_rows(self.target_file_bytes)
+                .min(by_bytes)
+                .max(MIN_ROWS_PER_WRITE);
         }
         let per_row = self.encoded_bytes as f64 / self.encoded_rows as f64;
         ((self.target_file_bytes as f64 / 16.0 / per_row) as usize).max(MIN_ROWS_PER_WRITE)
@@ -378,45 +434,29 @@ impl RollingWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let parquet = |source| Error::Parquet {
-            path: self.directory.clone(),
-            source,
-        };
         if self.current.is_none() {
-            // The file is held in memory until it is uploaded. Reserved at its largest size
-            // up front: growing it by doubling copies it again and again, and pages never
-            // written are never resident.
-            let capacity = usize::try_from(
-                self.target_file_bytes
-                    .saturating_add(self.target_file_bytes / 4)
-                    .min(MAX_RESERVED_FILE_BYTES),
-            )
-            .unwrap_or(0);
-            let (writer, factory) = ArrowWriter::try_new(
-                Vec::with_capacity(capacity),
-                self.schema.clone(),
-                Some(self.properties()),
-            )
-            .and_then(ArrowWriter::into_serialized_writer)
-            .map_err(parquet)?;
-            self.current = Some(OpenFile {
-                writer,
-                factory,
-                stats: StatsCollector::new(self.leaves.clone(), self.with_tight_bounds),
-                pending: Vec::new(),
-                pending_rows: 0,
-                row_groups: 0,
-            });
+            self.open_file()?;
         }
+        let measured = self.encoded_rows > 0;
         let file = self.current.as_mut().expect("opened above");
         file.stats.update(batch)?;
         file.pending.push(batch.clone());
         file.pending_rows += batch.num_rows();
+        if !measured {
+            file.pending_arrow_bytes += arrow_bytes(batch);
+        }
         self.rows += batch.num_rows() as u64;
         let pending_rows = file.pending_rows;
+        let pending_arrow_bytes = file.pending_arrow_bytes;
+        // The first row group is cut by rows, or by its Arrow bytes when rows are wide (a
+        // large binary column), so that a file of few wide rows is not one row group, held
+        // whole until it is encoded; later ones by the bytes per row encoded so far.
         let full = match self.expected_bytes(pending_rows) {
             Some(bytes) => bytes >= row_group_bytes(self.target_file_bytes),
-            None => pending_rows >= first_row_group_rows(self.target_file_bytes),
+            None => {
+                pending_rows >= first_row_group_rows(self.target_file_bytes)
+                    || pending_arrow_bytes >= row_group_bytes(self.target_file_bytes)
+            }
         };
         if full || pending_rows >= MAX_ROW_GROUP_ROWS {
             self.encode_row_group()?;
@@ -430,73 +470,11 @@ impl RollingWriter {
         Ok(())
     }
 
-    /// Encodes the pending rows of the open file as one row group, its columns in parallel
-    /// (arrow-rs' `ArrowColumnWriter`: one writer per leaf column, each on its own task),
-    /// and appends it to the file.
-    fn encode_row_group(&mut self) -> Result<()> {
-        let Some(file) = self.current.as_mut() else {
-            return Ok(());
-        };
-        if file.pending.is_empty() {
-            return Ok(());
-        }
-        let parquet = |source| Error::Parquet {
-            path: self.directory.clone(),
-            source,
-        };
-        let batches = std::mem::take(&mut file.pending);
-        let rows = std::mem::take(&mut file.pending_rows);
-        let writers = file
-            .factory
-            .create_column_writers(file.row_groups)
-            .map_err(parquet)?;
-        // Each batch's leaf columns, in the writers' order.
-        let fields = self.schema.fields();
-        let num_leaves = writers.len();
-        let leaves = batches
-            .par_iter()
-            .map(|batch| {
-                let mut out = Vec::with_capacity(num_leaves);
-                for (field, column) in fields.iter().zip(batch.columns()) {
-                    out.extend(compute_leaves(field, column)?);
-                }
-                Ok(out)
-            })
-            .collect::<std::result::Result<Vec<Vec<ArrowLeafColumn>>, ParquetError>>()
-            .map_err(parquet)?;
-        drop(batches);
-        let chunks = writers
-            .into_par_iter()
-            .enumerate()
-            .map(|(i, mut writer)| {
-                for batch in &leaves {
-                    writer.write(&batch[i])?;
-                }
-                writer.close()
-            })
-            .collect::<std::result::Result<Vec<_>, ParquetError>>()
-            .map_err(parquet)?;
-        drop(leaves);
-        let before = file.writer.bytes_written();
-        let mut row_group = file.writer.next_row_group().map_err(parquet)?;
-        for chunk in chunks {
-            chunk.append_to_row_group(&mut row_group).map_err(parquet)?;
-        }
-        row_group.close().map_err(parquet)?;
-        file.row_groups += 1;
-        self.encoded_rows += rows as u64;
-        self.encoded_bytes += (file.writer.bytes_written() - before) as u64;
-        Ok(())
-    }
-
-    fn close_current(&mut self) -> Result<()> {
-        self.encode_row_group()?;
-        let Some(OpenFile { writer, stats, .. }) = self.current.take() else {
-            return Ok(());
-        };
+    /// Opens the next file: its name, its upload and its Parquet writer.
+    fn open_file(&mut self) -> Result<()> {
         let seq = self.written.len();
         // The run id tells which run wrote a file; the writer number and a random part keep
-        // names unique, and the put below never replaces an existing object.
+        // names unique, and a file's single put never replaces an existing object.
         let name = format!(
             "part-{:05}-{}-{:05}-{}-c{seq:03}.{}.parquet",
             self.bin_id,
@@ -510,60 +488,154 @@ impl RollingWriter {
         } else {
             format!("{}/{name}", self.directory)
         };
-        let bytes = writer.into_inner().map_err(|source| Error::Parquet {
-            path: path.clone(),
-            source,
-        })?;
-        let size_bytes = bytes.len() as u64;
         let location = Path::parse(&path).unwrap_or_else(|_| Path::from(path.as_str()));
-        let put = self.runtime.block_on(async {
-            match self
-                .store
-                .put_opts(
-                    &location,
-                    bytes.into(),
-                    object_store::PutOptions::from(object_store::PutMode::Create),
-                )
-                .await
-            {
-                Ok(_) => Ok(()),
-                // A retried put whose first attempt landed (its answer was lost): the name is
-                // this run's and random, so an object of this very size is that attempt.
-                Err(object_store::Error::AlreadyExists { .. }) => {
-                    match self.store.head(&location).await {
-                        Ok(meta) if meta.size == size_bytes => Ok(()),
-                        Ok(_) => Err(object_store::Error::AlreadyExists {
-                            path: path.clone(),
-                            source: "an object of another size has this run's file name".into(),
-                        }),
-                        Err(e) => Err(e),
-                    }
-                }
-                Err(e) => Err(e),
-            }
-        });
-        if let Err(source) = put {
-            // The put may have stored the object before failing: listed for the clean-up.
-            self.written.push(WrittenFile {
-                path: path.clone(),
-                size_bytes,
-                num_records: 0,
-                stats_json: String::new(),
-                tags: BTreeMap::new(),
-            });
-            return Err(Error::ObjectStore {
-                path,
-                source: Box::new(source),
-            });
-        }
-        self.written.push(WrittenFile {
+        let reserve = usize::try_from(
+            self.target_file_bytes
+                .saturating_add(self.target_file_bytes / 4),
+        )
+        .unwrap_or(usize::MAX);
+        let upload = FileUpload::new(
+            self.store.clone(),
+            location,
+            self.runtime.clone(),
+            self.upload_part_bytes,
+            reserve,
+        );
+        let failure = upload.failure();
+        let (writer, factory) =
+            ArrowWriter::try_new(upload, self.schema.clone(), Some(self.properties()))
+                .and_then(ArrowWriter::into_serialized_writer)
+                .map_err(|source| Error::Parquet {
+                    path: path.clone(),
+                    source,
+                })?;
+        self.current = Some(OpenFile {
+            writer,
+            factory,
+            stats: StatsCollector::new(self.leaves.clone(), self.with_tight_bounds),
             path,
-            size_bytes,
-            num_records: stats.num_records(),
-            stats_json: stats.finish(),
-            tags: self.tags.clone(),
+            failure,
+            pending: Vec::new(),
+            pending_rows: 0,
+            pending_arrow_bytes: 0,
+            row_groups: 0,
         });
         Ok(())
+    }
+
+    /// The error of a failed Parquet write to the open file ([`file_error`]).
+    fn write_error(&self, source: ParquetError) -> Error {
+        match self.current.as_ref() {
+            Some(file) => file_error(&file.path, &file.failure, source),
+            None => Error::Parquet {
+                path: self.directory.clone(),
+                source,
+            },
+        }
+    }
+
+    /// Encodes the pending rows of the open file as one row group, its columns in parallel
+    /// (arrow-rs' `ArrowColumnWriter`: one writer per leaf column, each on its own task),
+    /// and appends it to the file.
+    fn encode_row_group(&mut self) -> Result<()> {
+        self.try_encode_row_group()
+            .map_err(|source| self.write_error(source))
+    }
+
+    fn try_encode_row_group(&mut self) -> std::result::Result<(), ParquetError> {
+        let Some(file) = self.current.as_mut() else {
+            return Ok(());
+        };
+        if file.pending.is_empty() {
+            return Ok(());
+        }
+        let batches = std::mem::take(&mut file.pending);
+        let rows = std::mem::take(&mut file.pending_rows);
+        file.pending_arrow_bytes = 0;
+        let writers = file.factory.create_column_writers(file.row_groups)?;
+        // Each batch's leaf columns, in the writers' order.
+        let fields = self.schema.fields();
+        let num_leaves = writers.len();
+        let leaves = batches
+            .par_iter()
+            .map(|batch| {
+                let mut out = Vec::with_capacity(num_leaves);
+                for (field, column) in fields.iter().zip(batch.columns()) {
+                    out.extend(compute_leaves(field, column)?);
+                }
+                Ok(out)
+            })
+            .collect::<std::result::Result<Vec<Vec<ArrowLeafColumn>>, ParquetError>>()?;
+        drop(batches);
+        let chunks = writers
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, mut writer)| {
+                for batch in &leaves {
+                    writer.write(&batch[i])?;
+                }
+                writer.close()
+            })
+            .collect::<std::result::Result<Vec<_>, ParquetError>>()?;
+        drop(leaves);
+        let before = file.writer.bytes_written();
+        let mut row_group = file.writer.next_row_group()?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut row_group)?;
+        }
+        row_group.close()?;
+        file.row_groups += 1;
+        self.encoded_rows += rows as u64;
+        self.encoded_bytes += (file.writer.bytes_written() - before) as u64;
+        Ok(())
+    }
+
+    fn close_current(&mut self) -> Result<()> {
+        self.encode_row_group()?;
+        let Some(OpenFile {
+            writer,
+            stats,
+            path,
+            failure,
+            ..
+        }) = self.current.take()
+        else {
+            return Ok(());
+        };
+        // The footer is written here, and with it the last bytes reach the upload.
+        let upload = writer
+            .into_inner()
+            .map_err(|source| file_error(&path, &failure, source))?;
+        let multipart = upload.is_multipart();
+        match upload.finish() {
+            Ok(size_bytes) => {
+                self.written.push(WrittenFile {
+                    path,
+                    size_bytes,
+                    num_records: stats.num_records(),
+                    stats_json: stats.finish(),
+                    tags: self.tags.clone(),
+                });
+                Ok(())
+            }
+            Err(source) => {
+                // A single put may have stored the object before failing: listed for the
+                // clean-up (a failed multipart upload was aborted: nothing to delete).
+                if !multipart {
+                    self.written.push(WrittenFile {
+                        path: path.clone(),
+                        size_bytes: 0,
+                        num_records: 0,
+                        stats_json: String::new(),
+                        tags: BTreeMap::new(),
+                    });
+                }
+                Err(Error::ObjectStore {
+                    path,
+                    source: Box::new(source),
+                })
+            }
+        }
     }
 
     /// Closes the last file.
@@ -578,6 +650,7 @@ mod tests {
     use deltalake::arrow::array::{Int64Array, StringArray};
     use deltalake::arrow::datatypes::{DataType, Field, Schema};
     use deltalake::kernel::{DataType as DeltaType, PrimitiveType};
+    use object_store::ObjectStoreExt as _;
 
     #[test]
     fn rolls_files_at_the_target_and_keeps_every_row() {
@@ -609,6 +682,8 @@ mod tests {
             store: store.clone(),
             runtime: runtime.handle().clone(),
             expected_rows: None,
+            // Parts far smaller than a file: every file is a multipart upload.
+            upload_part_bytes: 4096,
         });
         for chunk in 0..40i64 {
             let ids: Vec<i64> = (chunk * 1000..(chunk + 1) * 1000).collect();
@@ -703,6 +778,7 @@ mod tests {
             store,
             runtime: runtime.handle().clone(),
             expected_rows,
+            upload_part_bytes: crate::rewrite::upload::UPLOAD_PART_BYTES,
         });
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for chunk in 0..batches {
@@ -774,6 +850,115 @@ mod tests {
         );
         let small = sizes.iter().filter(|&&s| s * 5 < target * 4).count();
         assert!(small <= 1, "{sizes:?} against {target}");
+    }
+
+    #[test]
+    fn wide_rows_are_cut_into_row_groups_and_files_by_their_bytes() {
+        use deltalake::arrow::array::BinaryArray;
+        use deltalake::parquet::file::reader::{FileReader as _, SerializedFileReader};
+        use deltalake::parquet::record::RowAccessor as _;
+        use rand::{RngCore as _, SeedableRng as _};
+        // 6,000 rows of 4 KiB of random bytes (24 MiB, incompressible) in batches of 3,000
+        // rows, at an 8 MiB target: fewer rows than the first row group's 8,192, so before
+        // the first row group was also cut by its bytes, they made one 24 MiB row group and
+        // one file, held whole in memory until it was uploaded.
+        let target = 8u64 << 20;
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("b", DataType::Binary, false),
+        ]));
+        let leaf = |name: &str, t: PrimitiveType| LeafColumn {
+            logical: vec![name.into()],
+            physical: vec![name.into()],
+            data_type: DeltaType::Primitive(t),
+        };
+        let mut writer = RollingWriter::new(WriterConfig {
+            schema: schema.clone(),
+            directory: String::new(),
+            bin_id: 0,
+            run_id: "0123456789abcdef".into(),
+            writer: 0,
+            codec: Codec::default(),
+            target_file_bytes: target,
+            leaves: vec![
+                leaf("id", PrimitiveType::Long),
+                leaf("b", PrimitiveType::Binary),
+            ],
+            with_tight_bounds: false,
+            tags: BTreeMap::new(),
+            store: store.clone(),
+            runtime: runtime.handle().clone(),
+            expected_rows: Some(6000),
+            upload_part_bytes: crate::rewrite::upload::UPLOAD_PART_BYTES,
+        });
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let mut blobs = Vec::new();
+        for chunk in 0..2i64 {
+            let ids: Vec<i64> = (chunk * 3000..(chunk + 1) * 3000).collect();
+            let values: Vec<Vec<u8>> = ids
+                .iter()
+                .map(|_| {
+                    let mut blob = vec![0u8; 4096];
+                    rng.fill_bytes(&mut blob);
+                    blob
+                })
+                .collect();
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(ids)),
+                    Arc::new(BinaryArray::from_iter_values(values.iter())),
+                ],
+            )
+            .unwrap();
+            blobs.extend(values);
+            writer.write(&batch).unwrap();
+        }
+        writer.finish().unwrap();
+        let files = writer.written().to_vec();
+        assert_eq!(files.iter().map(|f| f.num_records).sum::<u64>(), 6000);
+        assert!(files.len() >= 3, "{} files", files.len());
+        let mut read = Vec::new();
+        for file in &files {
+            assert!(
+                file.size_bytes * 5 <= target * 6,
+                "{} bytes",
+                file.size_bytes
+            );
+            let bytes = runtime
+                .block_on(async {
+                    store
+                        .get(&Path::parse(&file.path).unwrap())
+                        .await
+                        .unwrap()
+                        .bytes()
+                        .await
+                })
+                .unwrap();
+            let reader = SerializedFileReader::new(bytes).unwrap();
+            let metadata = reader.metadata();
+            assert!(
+                metadata.num_row_groups() >= 2,
+                "{}",
+                metadata.num_row_groups()
+            );
+            for group in metadata.row_groups() {
+                // A row group: about row_group_bytes (2 MiB here), plus a slice of rows.
+                assert!(
+                    u64::try_from(group.compressed_size()).unwrap() <= 2 * row_group_bytes(target),
+                    "a row group of {} bytes",
+                    group.compressed_size()
+                );
+            }
+            // Every row is there, byte for byte, in order.
+            for row in reader.get_row_iter(None).unwrap() {
+                let row = row.unwrap();
+                read.push(row.get_bytes(1).unwrap().data().to_vec());
+            }
+        }
+        assert_eq!(read, blobs);
     }
 
     #[test]
