@@ -577,7 +577,7 @@ def run_store(store, binary, testdata):
           f"version {result['version']}, files {dt.file_uris()}, sizes {sizes}")
     check(f"{kind}: the multipart file reads back every row, byte for byte",
           after == before and len(after) == 6000, f"{len(after)} rows")
-    live = {u.split("/large/", 1)[1] for u in dt.file_uris()}
+    live = {"large/" + u.split("/large/", 1)[1] for u in dt.file_uris()}
     left = new_objects(store, "large", keys_before) - live
     check(f"{kind}: no staged part is left beside it", not left, f"{sorted(left)[:5]}")
 
