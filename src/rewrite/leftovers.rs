@@ -82,27 +82,36 @@ pub fn remove_stale_commit_staging(root: &Path, max_age: Duration) -> usize {
                 && !n.is_empty()
                 && n.bytes().all(|b| b.is_ascii_digit())
         });
-        if !staging {
-            continue;
-        }
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= max_age);
-        if !old {
-            continue;
-        }
-        match std::fs::remove_file(entry.path()) {
-            Ok(()) => removed += 1,
-            Err(e) => log::warn!(
-                "could not remove the commit staging file '{}' of a dead run: {e}",
-                entry.path().display()
-            ),
+        if staging && remove_if_older(&entry, max_age, "commit staging file") {
+            removed += 1;
         }
     }
     removed
+}
+
+/// Removes the file of `entry` when it was last modified `max_age` ago or earlier; a file
+/// that cannot be removed is logged as a leftover `kind` of a dead run. Whether it was
+/// removed.
+fn remove_if_older(entry: &std::fs::DirEntry, max_age: Duration, kind: &str) -> bool {
+    let old = entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= max_age);
+    if !old {
+        return false;
+    }
+    match std::fs::remove_file(entry.path()) {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn!(
+                "could not remove the {kind} '{}' of a dead run: {e}",
+                entry.path().display()
+            );
+            false
+        }
+    }
 }
 
 /// Whether `name` is the staging file of a data file this tool writes, as the local store
@@ -144,24 +153,11 @@ pub fn remove_stale_upload_staging(root: &Path, max_age: Duration) -> usize {
                 }
                 continue;
             }
-            if !kind.is_file() || !is_upload_staging(name) {
-                continue;
-            }
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok())
-                .is_some_and(|age| age >= max_age);
-            if !old {
-                continue;
-            }
-            match std::fs::remove_file(entry.path()) {
-                Ok(()) => removed += 1,
-                Err(e) => log::warn!(
-                    "could not remove the upload staging file '{}' of a dead run: {e}",
-                    entry.path().display()
-                ),
+            if kind.is_file()
+                && is_upload_staging(name)
+                && remove_if_older(&entry, max_age, "upload staging file")
+            {
+                removed += 1;
             }
         }
     }
