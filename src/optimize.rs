@@ -27,6 +27,7 @@ use crate::workorder::{OrderSettings, WorkOrder};
 pub struct OptimizeOptions {
     pub(crate) cancel: Arc<AtomicBool>,
     pub(crate) dry_run: bool,
+    pub(crate) single_round: bool,
     pub(crate) memory_limit_bytes: Option<u64>,
     pub(crate) plan: PlanOptions,
     pub(crate) spill_directory: Option<std::path::PathBuf>,
@@ -103,6 +104,15 @@ impl OptimizeOptions {
         self
     }
 
+    /// Compact in one round ([`MAX_COMPACTION_ROUNDS`] later rounds otherwise, see
+    /// [`rewrite()`]): the run writes exactly what its plan says, as work orders do, and small
+    /// files its bins left stay for the next run. Defaults to false.
+    #[must_use]
+    pub fn with_single_round(mut self, single_round: bool) -> Self {
+        self.single_round = single_round;
+        self
+    }
+
     /// Plan only: write nothing. Defaults to false.
     #[must_use]
     pub fn with_dry_run(mut self, dry_run: bool) -> Self {
@@ -175,6 +185,12 @@ pub struct OptimizeOutcome {
     pub bins: u64,
     /// Clustering bins that did not fit the memory budget and were clustered out of core.
     pub bins_spilled: u64,
+    /// Compaction bins left alone after writing: they wrote no fewer files than they read
+    /// ([`Plan::must_reduce_file_count`]), so their files were deleted and their inputs stay.
+    /// Not counted in `bins`, `files_removed` or `bytes_removed`.
+    pub bins_left_alone: u64,
+    /// Input files of the bins left alone.
+    pub files_left_alone: u64,
     /// Spark-named file-size metrics of the commit.
     pub metrics: FileSizeMetrics,
     /// The plan that was executed (its bins index the table's files).
@@ -359,6 +375,12 @@ async fn delete_written(reader: Reader, written: Vec<WrittenFile>) -> Result<()>
 /// Checks the protocol, plans, and writes the new files of a compaction of `table`, without
 /// committing. Must be called on a multi-threaded tokio runtime.
 ///
+/// Compaction bins that wrote no fewer files than they read are left alone (their files
+/// deleted; [`OptimizeOutcome::bins_left_alone`]). A plain compaction (no clustering, no
+/// `rewrite_all`, no row tracking, not [`OptimizeOptions::with_single_round`]) then runs
+/// later rounds over the small files left ([`MAX_COMPACTION_ROUNDS`] at most), so that the
+/// table it commits is one a new run plans nothing for.
+///
 /// # Errors
 /// [`Error::UnsupportedFeatures`], everything [`plan::plan`] returns, and the first bin error
 /// of the rewrite ([`Error::DataFile`] for a missing or corrupt input), after deleting every
@@ -396,6 +418,8 @@ pub async fn rewrite(
         partitions: plan.partitions.len() as u64,
         bins: plan.bins().count() as u64,
         bins_spilled: 0,
+        bins_left_alone: 0,
+        files_left_alone: 0,
         metrics: FileSizeMetrics::default(),
         work_order: options
             .work_order
@@ -428,10 +452,45 @@ pub async fn rewrite(
     let plan = outcome.plan.clone();
     let (table, reader, result, progress) =
         write_bins(table, plan, options, reader, progress).await?;
+    let (left_alone, outcomes): (Vec<BinOutcome>, Vec<BinOutcome>) =
+        result?.into_iter().partition(|o| o.left_alone);
+    let mut outcome = outcome;
+    let rounds = !options.single_round
+        && outcome.plan.clustering.is_none()
+        && !outcome.plan.rewrite_all
+        && table.row_tracking.is_none()
+        && reader.sample.is_none()
+        && reader.foreign.is_none();
+    let (outcomes, reader, progress) = if rounds && !outcomes.is_empty() {
+        compact_again(&table, &outcome.plan, options, reader, progress, outcomes).await?
+    } else {
+        (outcomes, reader, progress)
+    };
+    // (Only compaction bins are left alone or merged: no two outcomes share an input file.)
+    if rounds || !left_alone.is_empty() {
+        // What is left to commit: the bins that reduced the file count, merged by later
+        // rounds.
+        outcome.files_removed = outcomes.iter().map(|o| o.input_files.len() as u64).sum();
+        outcome.bytes_removed = outcomes
+            .iter()
+            .flat_map(|o| o.input_files.iter())
+            .map(|&i| table.files[i].size_bytes)
+            .sum();
+        outcome.partitions = outcomes
+            .iter()
+            .filter_map(|o| o.input_files.first())
+            .map(|&i| table.files[i].raw_partition_values.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len() as u64;
+        outcome.bins = outcomes.len() as u64;
+        outcome.rows = outcomes.iter().map(|o| o.rows).sum();
+        outcome.bins_left_alone = left_alone.len() as u64;
+        outcome.files_left_alone = left_alone.iter().map(|o| o.input_files.len() as u64).sum();
+    }
     let rewritten = Rewritten {
         table,
         outcome,
-        outcomes: result?,
+        outcomes,
         reader,
         started,
         progress,
@@ -441,6 +500,205 @@ pub async fn rewrite(
         return Err(Error::Cancelled);
     }
     Ok(rewritten)
+}
+
+/// The most compaction rounds after the first ([`compact_again`]).
+pub const MAX_COMPACTION_ROUNDS: usize = 4;
+
+/// Where a file of a later round's view comes from.
+#[derive(Clone, Copy)]
+enum Origin {
+    /// `table.files[i]`, untouched so far.
+    Table(usize),
+    /// A file written by the composed outcome `outcome` (an index into the round's
+    /// outcomes).
+    Written { outcome: usize },
+}
+
+/// Compaction rounds until the table this run would commit plans nothing, so that a second
+/// run commits nothing (issue 31).
+///
+/// The first round's bins are sized by an estimate of the output ratio; where the files came
+/// out smaller than it said (a sample too small to measure, rows that compress better than
+/// the sample's), the last, partly filled bins of a partition leave small files that a new
+/// run would pack together. So before committing, the table as it would be after the commit
+/// (the files not rewritten, and the ones written) is planned exactly as a new run plans it
+/// ([`plan_sized`]); each bin of that plan is written, and a bin that reads files of earlier
+/// bins merges with them: one outcome removes the input files of all of them and adds their
+/// files but the ones read again, which are deleted. This stops when the plan is empty, when
+/// every bin of a round is left alone, or after [`MAX_COMPACTION_ROUNDS`]; each round writes
+/// fewer files than the one before, and only small files.
+///
+/// # Errors
+/// Everything [`plan_sized`] and [`write_bins`] return; the files of every outcome are
+/// deleted first.
+async fn compact_again(
+    table: &TableView,
+    first_plan: &Plan,
+    options: &OptimizeOptions,
+    mut reader: Reader,
+    mut progress: Arc<dyn Progress>,
+    first: Vec<BinOutcome>,
+) -> Result<(Vec<BinOutcome>, Reader, Arc<dyn Progress>)> {
+    let mut outcomes = first;
+    let mut next_bin_id = first_plan.bins().map(|b| b.id + 1).max().unwrap_or(0);
+    for _ in 0..MAX_COMPACTION_ROUNDS {
+        if options.cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        // The table as this run would commit it.
+        let consumed: std::collections::HashSet<usize> = outcomes
+            .iter()
+            .flat_map(|o| o.input_files.iter().copied())
+            .collect();
+        let mut view = table.clone();
+        let mut origins = Vec::new();
+        view.files = Vec::new();
+        for (i, file) in table.files.iter().enumerate() {
+            if !consumed.contains(&i) {
+                view.files.push(file.clone());
+                origins.push(Origin::Table(i));
+            }
+        }
+        for (k, o) in outcomes.iter().enumerate() {
+            let partition_of = &table.files[o.input_files[0]];
+            for written in &o.written {
+                match crate::table::DataFile::written(partition_of, written) {
+                    Ok(file) => view.files.push(file),
+                    Err(e) => {
+                        delete_outcomes(&reader, &outcomes).await?;
+                        return Err(e);
+                    }
+                }
+                origins.push(Origin::Written { outcome: k });
+            }
+        }
+        let mut plan = match plan_sized(&view, options).await {
+            Ok(plan) => plan,
+            Err(e) => {
+                delete_outcomes(&reader, &outcomes).await?;
+                return Err(e);
+            }
+        };
+        if plan.is_empty() {
+            break;
+        }
+        plan.run_id.clone_from(&first_plan.run_id);
+        for partition in &mut plan.partitions {
+            for bin in &mut partition.bins {
+                bin.id = next_bin_id;
+                next_bin_id += 1;
+            }
+        }
+        log::info!(
+            "compaction round: {} bins of {} files left small files a new run would pack",
+            plan.bins().count(),
+            plan.num_input_files()
+        );
+        progress.start(plan.bins().count(), plan.input_bytes());
+        let (_, round_reader, result, round_progress) =
+            write_bins(view.clone(), plan, options, reader, progress).await?;
+        reader = round_reader;
+        progress = round_progress;
+        let round = match result {
+            Ok(round) => round,
+            Err(e) => {
+                delete_outcomes(&reader, &outcomes).await?;
+                return Err(e);
+            }
+        };
+        let merged: Vec<BinOutcome> = round.into_iter().filter(|o| !o.left_alone).collect();
+        if merged.is_empty() {
+            break;
+        }
+        // Merge: each new bin with the outcomes whose files it read (union-find over
+        // outcome indices), its table inputs added, the files it read dropped.
+        let read_again: std::collections::HashSet<&str> = merged
+            .iter()
+            .flat_map(|o| o.input_files.iter())
+            .filter_map(|&j| match origins[j] {
+                Origin::Written { .. } => Some(view.files[j].path.as_str()),
+                Origin::Table(_) => None,
+            })
+            .collect();
+        let mut holder: Vec<usize> = (0..outcomes.len()).collect();
+        fn find(holder: &mut [usize], mut k: usize) -> usize {
+            while holder[k] != k {
+                holder[k] = holder[holder[k]];
+                k = holder[k];
+            }
+            k
+        }
+        let mut slots: Vec<Option<BinOutcome>> = outcomes.into_iter().map(Some).collect();
+        let mut stale: Vec<WrittenFile> = Vec::new();
+        for new in merged {
+            let mut parts: Vec<usize> = new
+                .input_files
+                .iter()
+                .filter_map(|&j| match origins[j] {
+                    Origin::Written { outcome } => Some(outcome),
+                    Origin::Table(_) => None,
+                })
+                .map(|k| find(&mut holder, k))
+                .collect();
+            parts.sort_unstable();
+            parts.dedup();
+            let mut input_files: Vec<usize> = new
+                .input_files
+                .iter()
+                .filter_map(|&j| match origins[j] {
+                    Origin::Table(i) => Some(i),
+                    Origin::Written { .. } => None,
+                })
+                .collect();
+            let mut written = Vec::new();
+            let mut bin_id = new.bin_id;
+            for &k in &parts {
+                let part = slots[k].take().expect("a live outcome");
+                bin_id = bin_id.min(part.bin_id);
+                input_files.extend(part.input_files);
+                for file in part.written {
+                    if read_again.contains(file.path.as_str()) {
+                        stale.push(file);
+                    } else {
+                        written.push(file);
+                    }
+                }
+            }
+            written.extend(new.written);
+            input_files.sort_unstable();
+            let composed = BinOutcome {
+                bin_id,
+                input_files,
+                rows: written.iter().map(|w| w.num_records).sum(),
+                spilled: false,
+                written,
+                left_alone: false,
+            };
+            // The composed outcome lives in the first part's slot (or a new one).
+            let at = if let Some(&first) = parts.first() {
+                for &k in &parts[1..] {
+                    holder[k] = first;
+                }
+                first
+            } else {
+                slots.push(None);
+                holder.push(holder.len());
+                slots.len() - 1
+            };
+            slots[at] = Some(composed);
+        }
+        delete_written(reader.clone(), stale).await?;
+        outcomes = slots.into_iter().flatten().collect();
+        outcomes.sort_by_key(|o| o.bin_id);
+    }
+    Ok((outcomes, reader, progress))
+}
+
+/// Deletes the files of `outcomes` (a failed round).
+async fn delete_outcomes(reader: &Reader, outcomes: &[BinOutcome]) -> Result<()> {
+    let written: Vec<WrittenFile> = outcomes.iter().flat_map(|o| o.written.clone()).collect();
+    delete_written(reader.clone(), written).await
 }
 
 /// Plans `table` with `options`' plan options, bins and clustering ranges sized by the

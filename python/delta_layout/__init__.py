@@ -301,6 +301,12 @@ class BinResult:
         """The written files: path (relative to the table root), size (bytes), rows, stats."""
         return self.result["files"]
 
+    @property
+    def left_alone(self) -> bool:
+        """The bin wrote no fewer files than it read (a compaction bin must write fewer): its
+        files were deleted and commit leaves its input files as they are."""
+        return bool(self.result.get("left_alone", False))
+
     def to_json(self) -> str:
         """The result as JSON (one entry of a result document's ``results``)."""
         return json.dumps(self.result)

@@ -119,7 +119,8 @@ def optimize(
 
     Returns ``run_id``, ``table``, ``work_dir``, ``bins``, ``bins_executed`` (this call),
     ``versions`` (committed by this call), ``bins_committed``, ``bins_already_committed``,
-    ``bins_dropped``, ``files_deleted``.
+    ``bins_dropped``, ``bins_left_alone`` (compaction bins that wrote no fewer files than they
+    read: nothing of them committed), ``files_deleted``.
 
     Raises :class:`delta_layout.DeltaLayoutError` (planning, a bin that failed on every
     attempt, a result that does not belong to the order), :class:`delta_layout.ConflictError`.
@@ -185,7 +186,8 @@ def optimize(
 
     summary: dict = {"run_id": plan.run_id, "table": plan.table_uri, "work_dir": work_dir, "bins": len(plan.bin_ids),
                      "bins_executed": len(pending), "versions": [], "bins_committed": [],
-                     "bins_already_committed": [], "bins_dropped": [], "files_deleted": 0}
+                     "bins_already_committed": [], "bins_dropped": [], "bins_left_alone": [],
+                     "files_deleted": 0}
     units = plan.units()
     size = batch_size if batch_size > 0 else len(plan.bin_ids) or 1
     batches: list[list[int]] = []
@@ -197,7 +199,8 @@ def optimize(
     for number, batch in enumerate(batches):
         given = [r for b in batch for r in results.get(b, [])]
         outcome = dl.commit(plan, given, storage_options=storage)
-        for key in ("versions", "bins_committed", "bins_already_committed", "bins_dropped"):
+        for key in ("versions", "bins_committed", "bins_already_committed", "bins_dropped",
+                    "bins_left_alone"):
             summary[key] += outcome.get(key, [])
         summary["files_deleted"] += outcome.get("files_deleted", 0)
         if _after_batch is not None:

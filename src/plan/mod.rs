@@ -373,6 +373,17 @@ pub struct Plan {
     /// indexes them); empty unless a work order split a scope.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub key_spaces: Vec<cluster::KeySpace>,
+    /// Every file of the selected partitions is rewritten whatever its size
+    /// ([`PlanOptions::with_rewrite_all`], `sweep`'s builds): bins then lay data out anew and
+    /// need not reduce the file count ([`Plan::must_reduce_file_count`]). Left out of the
+    /// JSON when false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rewrite_all: bool,
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's signature")]
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 fn unit_ratio() -> f64 {
@@ -418,6 +429,21 @@ impl Bin {
 }
 
 impl Plan {
+    /// Whether `bin` is worth committing only when it writes fewer files than it reads.
+    ///
+    /// A compaction bin exists to reduce the file count: one that writes as many files as it
+    /// removes rewrites rows and invalidates readers' caches for nothing (and a second run
+    /// would rewrite them again: non-idempotent compaction, delta-io/delta-rs#2576). Other
+    /// purposes the plan names are exempt: a clustering (rows reordered along a curve), a
+    /// bin with a deletion vector to purge (deleted rows dropped), and `rewrite_all`
+    /// (`sweep` lays a table out anew). The plan leaves out bins whose expected output files
+    /// are not fewer than their inputs; the rewrite checks the files actually written and
+    /// deletes a bin's files instead of committing them ([`crate::rewrite::BinOutcome::left_alone`]).
+    #[must_use]
+    pub fn must_reduce_file_count(&self, bin: &Bin) -> bool {
+        self.clustering.is_none() && !self.rewrite_all && bin.num_deletion_vectors == 0
+    }
+
     /// Every bin of the plan, in partition then bin order.
     pub fn bins(&self) -> impl Iterator<Item = &Bin> {
         self.partitions.iter().flat_map(|p| p.bins.iter())
@@ -632,13 +658,6 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 .iter()
                 .filter(|&&i| table.files[i].deletion_vector.is_some())
                 .count();
-            if clustering.is_none()
-                && !options.rewrite_all
-                && files.len() == 1
-                && num_deletion_vectors == 0
-            {
-                continue;
-            }
             let input_bytes: u64 = files.iter().map(|&i| table.files[i].size_bytes).sum();
             let input_rows = files
                 .iter()
@@ -664,13 +683,23 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 reason = "an estimate"
             )]
             let expected_output_bytes = ((live_bytes as f64 * output_ratio) as u64).max(1);
+            let expected_output_files =
+                output_files(expected_output_bytes, target_file_bytes).files;
+            // A compaction bin that would not write fewer files than it reads is left out: a
+            // single file without a deletion vector, or a bin whose expected output is cut
+            // into as many files as it reads (see `Plan::must_reduce_file_count`).
+            let must_reduce =
+                clustering.is_none() && !options.rewrite_all && num_deletion_vectors == 0;
+            if must_reduce && expected_output_files >= files.len() as u64 {
+                continue;
+            }
             bins.push(Bin {
                 id: next_bin_id,
                 files,
                 input_bytes,
                 input_rows,
                 num_deletion_vectors,
-                expected_output_files: output_files(expected_output_bytes, target_file_bytes).files,
+                expected_output_files,
                 expected_output_bytes,
                 key_range: None,
             });
@@ -700,6 +729,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         output_ratio,
         run_id: options.run_id.clone().unwrap_or_default(),
         key_spaces: Vec::new(),
+        rewrite_all: options.rewrite_all,
     })
 }
 
@@ -907,6 +937,67 @@ mod tests {
                 .validate()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn only_plain_compaction_bins_must_reduce_the_file_count() {
+        // Two 70-byte files below the 75-byte minimum: packed into one bin of a 140-byte
+        // target, one expected output file.
+        let table = described(&[("a", 70, 1), ("a", 70, 1)]);
+        let compaction = plan(
+            &table,
+            &PlanOptions::default()
+                .with_target_file_bytes(Some(140))
+                .with_min_file_bytes(Some(75))
+                .with_output_ratio(Some(1.0)),
+        )
+        .unwrap();
+        let bin = compaction.bins().next().unwrap();
+        assert_eq!((bin.files.len(), bin.expected_output_files), (2, 1));
+        assert!(!compaction.rewrite_all);
+        assert!(compaction.must_reduce_file_count(bin));
+        // At a 60-byte target neither fits a bin with the other: each would be rewritten
+        // alone into one file, as many as it reads, so nothing is planned.
+        let alone = plan(
+            &table,
+            &PlanOptions::default()
+                .with_target_file_bytes(Some(60))
+                .with_min_file_bytes(Some(75))
+                .with_output_ratio(Some(1.0)),
+        )
+        .unwrap();
+        assert!(alone.is_empty());
+        // `rewrite_all` (sweep's builds) rewrites them anyway, and its bins need not reduce
+        // the file count; the flag is written into the plan's JSON only when set.
+        let rewritten = plan(
+            &table,
+            &PlanOptions::default()
+                .with_target_file_bytes(Some(60))
+                .with_rewrite_all(true)
+                .with_output_ratio(Some(1.0)),
+        )
+        .unwrap();
+        assert!(rewritten.rewrite_all);
+        assert_eq!(rewritten.bins().count(), 2);
+        assert!(
+            rewritten
+                .bins()
+                .all(|b| !rewritten.must_reduce_file_count(b))
+        );
+        assert_eq!(
+            serde_json::to_value(&rewritten).unwrap()["rewrite_all"],
+            true
+        );
+        assert!(
+            serde_json::to_value(&compaction)
+                .unwrap()
+                .get("rewrite_all")
+                .is_none()
+        );
+        // A bin with a deletion vector to purge is exempt too.
+        let mut purge = bin.clone();
+        purge.num_deletion_vectors = 1;
+        assert!(!compaction.must_reduce_file_count(&purge));
     }
 
     #[test]

@@ -51,9 +51,13 @@ pub struct BinOutcome {
     pub rows: u64,
     /// True when a clustering bin did not fit the memory budget and went through spill files.
     pub spilled: bool,
-    /// The files written.
+    /// The files written; empty when the bin was [`BinOutcome::left_alone`].
     #[serde(skip)]
     pub written: Vec<WrittenFile>,
+    /// The bin wrote no fewer files than it read although it had to write fewer
+    /// ([`Plan::must_reduce_file_count`]): its files were deleted, its input files stay, and
+    /// nothing of it is committed.
+    pub left_alone: bool,
 }
 
 /// Everything the stage needs besides the plan.
@@ -298,8 +302,28 @@ fn run_bin(
             rows,
             spilled,
             written: written.clone(),
+            left_alone: false,
         })
     });
+    // The plan's estimate said fewer files; what was written is what counts. A bin that did
+    // not reduce the file count deletes its files now, so no commit can name them.
+    let (result, written) = match result {
+        Ok(mut outcome)
+            if plan.must_reduce_file_count(bin) && outcome.written.len() >= bin.files.len() =>
+        {
+            log::info!(
+                "bin {} left alone: it wrote {} files from {} input files",
+                bin.id,
+                outcome.written.len(),
+                bin.files.len()
+            );
+            delete_files(&context.reader.store, &context.reader.runtime, &written);
+            outcome.written.clear();
+            outcome.left_alone = true;
+            (Ok(outcome), Vec::new())
+        }
+        other => (other, written),
+    };
     progress.bin_finished(bin);
     (result, written)
 }

@@ -38,6 +38,8 @@ impl CommitOptions {
 pub struct DroppedBin {
     /// The bin's id.
     pub bin_id: usize,
+    /// The version of the other writer that removed or re-added one of its input files.
+    pub version: u64,
     /// Why, for people: the version of another writer that removed one of its input files.
     pub reason: String,
 }
@@ -59,6 +61,10 @@ pub struct CommitOutcome {
     pub bins_already_committed: Vec<usize>,
     /// Bins dropped because another writer removed or re-added one of their input files.
     pub bins_dropped: Vec<DroppedBin>,
+    /// Bins whose result says they were left alone: they wrote no fewer files than they read
+    /// ([`crate::plan::Plan::must_reduce_file_count`]), so nothing of them is committed and
+    /// their input files stay.
+    pub bins_left_alone: Vec<usize>,
     /// Bins of the plan with no result given (left uncommitted; their files are kept).
     pub bins_without_result: Vec<usize>,
     /// Bins with a result whose split clustering scope has bins without one: left
@@ -315,6 +321,15 @@ pub async fn commit(
                 .extend(unit.iter().filter(|id| candidates.contains_key(id)));
             continue;
         }
+        // A bin left alone by execute (only compaction bins, each a unit of its own) is
+        // settled: nothing of it is committed, whatever other results say.
+        if unit
+            .iter()
+            .all(|id| candidates[id].results.iter().any(|r| r.left_alone))
+        {
+            outcome.bins_left_alone.extend(unit.iter().copied());
+            continue;
+        }
         ready.push(unit);
     }
     // The result chosen for each bin about to be committed; files to delete at the end.
@@ -343,6 +358,7 @@ pub async fn commit(
                 for id in unit {
                     outcome.bins_dropped.push(DroppedBin {
                         bin_id: *id,
+                        version: *version,
                         reason: format!("version {version} {verb} its input file '{path}'"),
                     });
                 }
@@ -394,6 +410,7 @@ pub async fn commit(
                     rows: result.rows,
                     spilled: result.spilled,
                     written: result.files.clone(),
+                    left_alone: false,
                 }
             })
             .collect();
@@ -585,6 +602,27 @@ fn check_result(order: &WorkOrder, result: &BinResult) -> Result<()> {
             "read {} rows, but its input files hold {expected} live rows",
             result.rows
         )));
+    }
+    if result.left_alone {
+        if !order.plan.must_reduce_file_count(bin) {
+            return Err(bad(format!(
+                "says the bin was left alone, but its plan rewrites it for more than its file count ({})",
+                if order.plan.clustering.is_some() {
+                    "a clustering"
+                } else if bin.num_deletion_vectors > 0 {
+                    "deletion vectors to purge"
+                } else {
+                    "a rewrite of every file"
+                }
+            )));
+        }
+        if !result.files.is_empty() {
+            return Err(bad(format!(
+                "says the bin was left alone, but lists {} written files",
+                result.files.len()
+            )));
+        }
+        return Ok(());
     }
     let written: u64 = result.files.iter().map(|f| f.num_records).sum();
     if written != result.rows {
@@ -816,6 +854,7 @@ async fn clean_up(
         .iter()
         .chain(&outcome.bins_already_committed)
         .chain(outcome.bins_dropped.iter().map(|d| &d.bin_id))
+        .chain(&outcome.bins_left_alone)
         .chain(abandoned)
         .copied()
         .collect();

@@ -105,6 +105,7 @@ pub async fn execute(
                 spilled: o.spilled,
                 verified: verify,
                 files: o.written,
+                left_alone: o.left_alone,
                 checksum: String::new(),
             }
             .seal()

@@ -616,6 +616,11 @@ async fn split_scopes(
     Ok(())
 }
 
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's signature")]
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
 /// What a worker returns for one bin: the files it wrote and the rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BinResult {
@@ -631,8 +636,14 @@ pub struct BinResult {
     pub spilled: bool,
     /// The written files were read back and hold exactly the rows read.
     pub verified: bool,
-    /// The files written, with their stats, in write order.
+    /// The files written, with their stats, in write order; empty when the bin was
+    /// [`BinResult::left_alone`].
     pub files: Vec<WrittenFile>,
+    /// The bin wrote no fewer files than it read although it had to write fewer
+    /// ([`crate::plan::Plan::must_reduce_file_count`]): execute deleted its files, and commit
+    /// leaves its input files as they are. Left out of the JSON when false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub left_alone: bool,
     /// xxHash64 (16 hex digits) of the rest of the result, keys sorted ([`BinResult::seal`]):
     /// a result altered after `execute` wrote it is refused. A checksum, not a signature.
     pub checksum: String,

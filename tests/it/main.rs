@@ -3,6 +3,7 @@
 mod cli;
 mod cluster;
 mod commit;
+mod compaction;
 mod deletion_vectors;
 mod faults;
 mod features;

@@ -270,6 +270,7 @@ fn bins_in_parallel_processes_commit_in_batches_like_one_optimize() {
         &copy,
         "--target-size",
         "4KiB",
+        "--single-round",
         "--no-report",
         "--quiet",
     ]);
@@ -313,6 +314,31 @@ fn an_append_between_plan_and_commit_lands_and_a_touched_bin_is_dropped() {
     let expected = rows(&location);
     assert!(expected.len() < with_append.len());
     let plan_path = work.path().join("plan.json").display().to_string();
+    // Given only the touched bin's result, commit drops it, commits nothing, says so and
+    // exits 3 (as `optimize` does on a conflict), its JSON still on standard output.
+    let touched_result = work
+        .path()
+        .join(format!("r{}.json", first_bin["id"].as_u64().unwrap()))
+        .display()
+        .to_string();
+    let log_before = table.log_versions();
+    let output = run(&[
+        "commit",
+        plan_path.as_str(),
+        touched_result.as_str(),
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("every bin given was dropped"),
+        "{}",
+        stderr(&output)
+    );
+    let only: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(only["bins_dropped"].as_array().unwrap().len(), 1, "{only}");
+    assert!(only["versions"].as_array().unwrap().is_empty());
+    assert_eq!(table.log_versions(), log_before);
+    assert_eq!(rows(&location), expected);
     let results = result_files(work.path(), &bins);
     let mut args = vec!["commit", plan_path.as_str(), "--json"];
     args.extend(results.iter().map(String::as_str));
@@ -1278,6 +1304,7 @@ fn a_sharded_order_gives_each_worker_only_its_bins_files() {
         &copy,
         "--target-size",
         "4KiB",
+        "--single-round",
         "--no-report",
         "--quiet",
     ]);
@@ -1334,6 +1361,7 @@ fn the_plan_optimize_json_prints_is_a_work_order_that_executes_and_commits() {
         &copy,
         "--target-size",
         "4KiB",
+        "--single-round",
         "--no-report",
         "--json",
     ]))

@@ -260,6 +260,11 @@ pub struct OptimizeArgs {
     /// Print the plan and write nothing.
     #[arg(long, help_heading = "Planning")]
     pub dry_run: bool,
+    /// Compact in one round, as work orders do: small files that bins left because their
+    /// output came out smaller than estimated stay for the next run, and the run writes
+    /// exactly what `--dry-run` shows.
+    #[arg(long, help_heading = "Planning")]
+    pub single_round: bool,
     /// Columns of the before/after skipping report printed at the end (comma-separated).
     /// Defaults to the clustering columns; without either, the report covers files and
     /// sizes only.

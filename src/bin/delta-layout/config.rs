@@ -105,6 +105,7 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
     // `--json` prints the run as a work order.
     let options = planning_options(&args.planning)?
         .with_dry_run(args.dry_run)
+        .with_single_round(args.single_round)
         .with_work_order(args.json);
     execution_options(options, &args.execution)
 }

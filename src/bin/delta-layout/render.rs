@@ -113,7 +113,23 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
         plan(out, &o.plan)?;
         return writeln!(out, "dry run: nothing was written");
     }
+    let left_alone = if o.bins_left_alone > 0 {
+        format!(
+            "; {} left alone: {} wrote no fewer files than {} read, so nothing of them was committed",
+            count(o.files_left_alone, "file"),
+            count(o.bins_left_alone, "bin"),
+            if o.bins_left_alone == 1 { "it" } else { "they" }
+        )
+    } else {
+        String::new()
+    };
     match o.version {
+        None if o.bins_left_alone > 0 => writeln!(
+            out,
+            "nothing to do at version {}: every bin written would have left as many files as it read ({} left alone)",
+            o.read_version,
+            count(o.files_left_alone, "file")
+        ),
         None => writeln!(
             out,
             "nothing to do at version {}: {}",
@@ -139,7 +155,14 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
             count(o.bins, "bin"),
             count(o.partitions, "partition"),
             o.duration.as_secs_f64()
-        ),
+        )
+        .and_then(|()| {
+            if left_alone.is_empty() {
+                Ok(())
+            } else {
+                writeln!(out, "{}", left_alone.trim_start_matches("; "))
+            }
+        }),
     }
 }
 
@@ -157,6 +180,8 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "partitions": o.partitions,
         "bins": o.bins,
         "bins_spilled": o.bins_spilled,
+        "bins_left_alone": o.bins_left_alone,
+        "files_left_alone": o.files_left_alone,
         "curve": o.plan.clustering.as_ref().map(|c| c.curve.name()),
         "columns": o.plan.clustering.as_ref().map(|c| c.columns.clone()),
         "duration_ms": u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
@@ -691,6 +716,13 @@ pub fn work_commit(
             dropped.bin_id, dropped.reason
         )?;
     }
+    if !c.bins_left_alone.is_empty() {
+        writeln!(
+            out,
+            "left alone: bins {} wrote no fewer files than they read; nothing of them was committed and their input files stay",
+            id_ranges(&c.bins_left_alone)
+        )?;
+    }
     if !c.bins_without_result.is_empty() {
         writeln!(
             out,
@@ -744,7 +776,7 @@ pub fn nothing_to_do(plan: &delta_layout::plan::Plan) -> String {
             String::new()
         };
         format!(
-            "no selected partition ({}) has two or more small files, or a file with many deleted rows{left}",
+            "no selected partition ({}) has two or more small files that would write fewer files together, or a file with many deleted rows{left}",
             plan.num_partitions_selected
         )
     }
