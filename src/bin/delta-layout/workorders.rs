@@ -127,6 +127,23 @@ pub fn commit(
     } else {
         render::work_commit(stdout, &outcome)?;
     }
+    // Every bin given was dropped by another writer: nothing wanted was done, which a
+    // scheduler must see as it sees `optimize`'s conflicts (exit code 3).
+    if let Some(first) = outcome.bins_dropped.first()
+        && outcome.bins_committed.is_empty()
+        && outcome.bins_already_committed.is_empty()
+    {
+        return Err(delta_layout::Error::CommitStopped {
+            table: outcome.table.clone(),
+            version: first.version,
+            reason: format!(
+                "touched input files of this run: every bin given was dropped ({}; the first: {}), nothing committed; plan again",
+                outcome.bins_dropped.len(),
+                first.reason
+            ),
+        }
+        .into());
+    }
     Ok(())
 }
 
