@@ -262,7 +262,8 @@ pub enum Setting {
     MinFileSize,
     /// The deleted-rows ratio above which a file is rewritten.
     MaxDeletedRatio,
-    /// The predicate selecting partitions.
+    /// The predicate selecting what to rewrite (`--where`): partitions, or files by their
+    /// stats.
     PartitionPredicate,
     /// The clustering columns of a curve.
     CurveColumns(crate::curve::Curve),
@@ -325,7 +326,7 @@ impl std::fmt::Display for Setting {
             Setting::TargetFileSize => "the target file size",
             Setting::MinFileSize => "the minimum file size",
             Setting::MaxDeletedRatio => "the maximum deleted ratio",
-            Setting::PartitionPredicate => "the partition predicate",
+            Setting::PartitionPredicate => "the predicate selecting what to rewrite",
             Setting::CurveColumns(curve) => return write!(f, "the {} columns", curve.name()),
             Setting::CubeSize => "the cube size",
             Setting::Full => "the full rewrite",

@@ -461,8 +461,19 @@ pub async fn rewrite(
         && table.row_tracking.is_none()
         && reader.sample.is_none()
         && reader.foreign.is_none();
+    // Input files (of `table`) of every bin left alone, this round and later ones.
+    let mut left_alone: Vec<Vec<usize>> = left_alone.into_iter().map(|o| o.input_files).collect();
     let (outcomes, reader, progress) = if rounds && !outcomes.is_empty() {
-        compact_again(&table, &outcome.plan, options, reader, progress, outcomes).await?
+        compact_again(
+            &table,
+            &outcome.plan,
+            options,
+            reader,
+            progress,
+            outcomes,
+            &mut left_alone,
+        )
+        .await?
     } else {
         (outcomes, reader, progress)
     };
@@ -484,8 +495,22 @@ pub async fn rewrite(
             .len() as u64;
         outcome.bins = outcomes.len() as u64;
         outcome.rows = outcomes.iter().map(|o| o.rows).sum();
-        outcome.bins_left_alone = left_alone.len() as u64;
-        outcome.files_left_alone = left_alone.iter().map(|o| o.input_files.len() as u64).sum();
+        // A later round may have compacted files of a bin left alone: they are not left.
+        let consumed: std::collections::HashSet<usize> = outcomes
+            .iter()
+            .flat_map(|o| o.input_files.iter().copied())
+            .collect();
+        let left: std::collections::BTreeSet<usize> = left_alone
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|i| !consumed.contains(i))
+            .collect();
+        outcome.bins_left_alone = left_alone
+            .iter()
+            .filter(|files| files.iter().any(|i| !consumed.contains(i)))
+            .count() as u64;
+        outcome.files_left_alone = left.len() as u64;
     }
     let rewritten = Rewritten {
         table,
@@ -529,6 +554,10 @@ enum Origin {
 /// every bin of a round is left alone, or after [`MAX_COMPACTION_ROUNDS`]; each round writes
 /// fewer files than the one before, and only small files.
 ///
+/// A bin left alone (its inputs, of `table`, in `left_alone`) is not written again in a
+/// later round: a plan bin of untouched files that reads exactly the files of one is dropped
+/// from the round's plan. Bins left alone in later rounds are added to `left_alone`.
+///
 /// # Errors
 /// Everything [`plan_sized`] and [`write_bins`] return; the files of every outcome are
 /// deleted first.
@@ -539,6 +568,7 @@ async fn compact_again(
     mut reader: Reader,
     mut progress: Arc<dyn Progress>,
     first: Vec<BinOutcome>,
+    left_alone: &mut Vec<Vec<usize>>,
 ) -> Result<(Vec<BinOutcome>, Reader, Arc<dyn Progress>)> {
     let mut outcomes = first;
     let mut next_bin_id = first_plan.bins().map(|b| b.id + 1).max().unwrap_or(0);
@@ -566,7 +596,7 @@ async fn compact_again(
                 match crate::table::DataFile::written(partition_of, written) {
                     Ok(file) => view.files.push(file),
                     Err(e) => {
-                        delete_outcomes(&reader, &outcomes).await?;
+                        delete_outcomes(&reader, &outcomes).await;
                         return Err(e);
                     }
                 }
@@ -576,10 +606,37 @@ async fn compact_again(
         let mut plan = match plan_sized(&view, options).await {
             Ok(plan) => plan,
             Err(e) => {
-                delete_outcomes(&reader, &outcomes).await?;
+                delete_outcomes(&reader, &outcomes).await;
                 return Err(e);
             }
         };
+        // Bins known to write as many files as they read: not again.
+        let known: std::collections::HashSet<Vec<usize>> = left_alone
+            .iter()
+            .map(|files| {
+                let mut files = files.clone();
+                files.sort_unstable();
+                files
+            })
+            .collect();
+        let table_inputs = |bin: &plan::Bin| -> Option<Vec<usize>> {
+            let mut files = bin
+                .files
+                .iter()
+                .map(|&j| match origins[j] {
+                    Origin::Table(i) => Some(i),
+                    Origin::Written { .. } => None,
+                })
+                .collect::<Option<Vec<usize>>>()?;
+            files.sort_unstable();
+            Some(files)
+        };
+        for partition in &mut plan.partitions {
+            partition
+                .bins
+                .retain(|bin| table_inputs(bin).is_none_or(|files| !known.contains(&files)));
+        }
+        plan.partitions.retain(|p| !p.bins.is_empty());
         if plan.is_empty() {
             break;
         }
@@ -596,18 +653,40 @@ async fn compact_again(
             plan.num_input_files()
         );
         progress.start(plan.bins().count(), plan.input_bytes());
-        let (_, round_reader, result, round_progress) =
-            write_bins(view.clone(), plan, options, reader, progress).await?;
-        reader = round_reader;
-        progress = round_progress;
-        let round = match result {
-            Ok(round) => round,
-            Err(e) => {
-                delete_outcomes(&reader, &outcomes).await?;
+        let written = write_bins(
+            view.clone(),
+            plan,
+            options,
+            reader.clone(),
+            progress.clone(),
+        )
+        .await;
+        let round = match written {
+            Ok((_, round_reader, Ok(round), round_progress)) => {
+                reader = round_reader;
+                progress = round_progress;
+                round
+            }
+            Ok((_, _, Err(e), _)) | Err(e) => {
+                delete_outcomes(&reader, &outcomes).await;
                 return Err(e);
             }
         };
-        let merged: Vec<BinOutcome> = round.into_iter().filter(|o| !o.left_alone).collect();
+        let (alone, merged): (Vec<BinOutcome>, Vec<BinOutcome>) =
+            round.into_iter().partition(|o| o.left_alone);
+        for bin in &alone {
+            let files: Vec<usize> = bin
+                .input_files
+                .iter()
+                .filter_map(|&j| match origins[j] {
+                    Origin::Table(i) => Some(i),
+                    Origin::Written { .. } => None,
+                })
+                .collect();
+            if !files.is_empty() {
+                left_alone.push(files);
+            }
+        }
         if merged.is_empty() {
             break;
         }
@@ -688,17 +767,23 @@ async fn compact_again(
             };
             slots[at] = Some(composed);
         }
-        delete_written(reader.clone(), stale).await?;
         outcomes = slots.into_iter().flatten().collect();
+        if let Err(e) = delete_written(reader.clone(), stale).await {
+            delete_outcomes(&reader, &outcomes).await;
+            return Err(e);
+        }
         outcomes.sort_by_key(|o| o.bin_id);
     }
     Ok((outcomes, reader, progress))
 }
 
-/// Deletes the files of `outcomes` (a failed round).
-async fn delete_outcomes(reader: &Reader, outcomes: &[BinOutcome]) -> Result<()> {
+/// Deletes the files of `outcomes` (a failed round), best effort: the round's error is the
+/// one reported, and a file that stays is an orphan no commit names (`vacuum` removes it).
+async fn delete_outcomes(reader: &Reader, outcomes: &[BinOutcome]) {
     let written: Vec<WrittenFile> = outcomes.iter().flat_map(|o| o.written.clone()).collect();
-    delete_written(reader.clone(), written).await
+    if let Err(e) = delete_written(reader.clone(), written).await {
+        log::warn!("the files of this run could not be deleted: {e}");
+    }
 }
 
 /// Plans `table` with `options`' plan options, bins and clustering ranges sized by the

@@ -130,7 +130,9 @@ def optimize(
     """Optimizes the table at ``table_uri`` (``delta-layout optimize --json``).
 
     ``zorder`` / ``hilbert``: columns to cluster by ("a,b" or ["a", "b"]); ``target_size``
-    and ``memory_limit``: bytes (int) or a size ("128MiB"); ``where``: a partition predicate.
+    and ``memory_limit``: bytes (int) or a size ("128MiB"); ``where``: a predicate
+    (``--where``: over partition columns it selects partitions, over other columns the files
+    whose stats may match; ``where_include_unknown=True`` adds files without stats).
     Returns the ``--json`` document: ``version`` (committed, ``None`` for a dry run or nothing
     to do), ``files_removed``, ``files_added``, ``rows``, ``metrics``, ``plan`` (the run's work
     order), ``report`` (skipping before and after), ...

@@ -108,6 +108,7 @@ pub struct PlanOptions {
     max_deleted_ratio: f64,
     min_file_bytes: Option<u64>,
     predicate: Option<String>,
+    include_unknown: bool,
     rewrite_all: bool,
     include_clustered: bool,
     target_file_bytes: Option<u64>,
@@ -122,6 +123,7 @@ impl Default for PlanOptions {
             max_deleted_ratio: DEFAULT_MAX_DELETED_RATIO,
             min_file_bytes: None,
             predicate: None,
+            include_unknown: false,
             rewrite_all: false,
             include_clustered: false,
             target_file_bytes: None,
@@ -188,11 +190,24 @@ impl PlanOptions {
         self
     }
 
-    /// A predicate over partition columns (see [`crate::predicate`]) selecting the partitions
-    /// to compact. Defaults to every partition.
+    /// A predicate (see [`crate::predicate`], the language of `--where`) selecting what to
+    /// rewrite. Over partition columns only, it selects partitions by their values. Over any
+    /// other column, it selects the files whose stats say they may hold a matching row
+    /// (min/max pruning as a reader does it, [`crate::pruning::Pruner`]), and a partition is
+    /// planned over its selected files only; files without stats for one of its columns are
+    /// left out unless [`PlanOptions::with_include_unknown`]. Defaults to everything.
     #[must_use]
     pub fn with_predicate(mut self, predicate: Option<String>) -> Self {
         self.predicate = predicate;
+        self
+    }
+
+    /// With a predicate over data columns ([`PlanOptions::with_predicate`]), also select the
+    /// files whose stats cannot tell (no `stats`, or no min/max for a column of the
+    /// predicate): they may hold a matching row (`--where-include-unknown`). Off by default.
+    #[must_use]
+    pub fn with_include_unknown(mut self, include: bool) -> Self {
+        self.include_unknown = include;
         self
     }
 
@@ -285,6 +300,21 @@ pub fn autotuned_target_bytes(table_bytes: u64) -> u64 {
     AUTOTUNE_MIN_TARGET_BYTES + extra
 }
 
+/// How a predicate over data columns selected the table's files, by their stats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PredicateFiles {
+    /// Files selected: their stats say they may hold a matching row (and, with
+    /// `include_unknown`, the files without stats for a column of the predicate).
+    pub selected: usize,
+    /// Files whose stats rule out a matching row.
+    pub ruled_out: usize,
+    /// Files without stats (no `stats`, or no min/max and not all null) for a column of the
+    /// predicate: they may hold anything.
+    pub without_stats: usize,
+    /// Whether the files without stats were selected (`--where-include-unknown`).
+    pub without_stats_included: bool,
+}
+
 /// One group of input files rewritten together into files of about the target size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bin {
@@ -349,8 +379,13 @@ pub struct Plan {
     pub max_deleted_ratio: f64,
     /// The `--where` predicate, normalized, if any.
     pub predicate: Option<String>,
-    /// Partitions selected by the predicate (all when none).
+    /// Partitions selected by the predicate (all when none): with a predicate over data
+    /// columns, the partitions holding a selected file.
     pub num_partitions_selected: usize,
+    /// How a predicate over data columns selected files ([`PlanOptions::with_predicate`]);
+    /// `None` without one, or for a predicate over partition columns only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicate_files: Option<PredicateFiles>,
     /// Partitions with at least one bin.
     pub partitions: Vec<PartitionPlan>,
     /// Files below the minimum size that a plain compaction left alone because a clustered
@@ -530,7 +565,8 @@ pub fn target_file_bytes(table: &TableView, requested: Option<u64>) -> Result<(u
 /// * [`Error::InvalidOption`] from [`PlanOptions::validate`], or for an unusable
 ///   `delta.targetFileSize` property.
 /// * [`Error::InvalidPredicate`] when `--where` does not parse or a literal does not fit its
-///   column; [`Error::UnknownColumn`] when it names a column that is not a partition column.
+///   column; [`Error::UnknownColumn`] when it names a column the table lacks, or a data
+///   column of a type without min/max stats.
 pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
     options.validate()?;
     let (target_file_bytes, target_source) = target_file_bytes(table, options.target_file_bytes)?;
@@ -553,11 +589,13 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         reason = "a byte count, rounded down; the ratio is positive (validated)"
     )]
     let input_capacity = ((target_file_bytes as f64 / output_ratio) as u64).max(1);
-    let predicate = options
-        .predicate
-        .as_deref()
-        .map(|text| partition_predicate(table, text))
-        .transpose()?;
+    let (predicate, file_selection) = match options.predicate.as_deref() {
+        None => (None, None),
+        Some(text) => match Selection::new(table, text, options.include_unknown)? {
+            Selection::Partitions(predicate) => (Some(predicate), None),
+            Selection::Files(selection) => (None, Some(selection)),
+        },
+    };
     let declared = table
         .clustering_columns
         .as_ref()
@@ -610,6 +648,19 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
             if selected != Some(true) {
                 continue;
             }
+        }
+        // A predicate over data columns: the partition's selected files only.
+        let all_indices = indices;
+        let indices: Vec<usize> = match &file_selection {
+            Some(selection) => all_indices
+                .iter()
+                .copied()
+                .filter(|&i| selection.selected[i])
+                .collect(),
+            None => all_indices.clone(),
+        };
+        if indices.is_empty() {
+            continue;
         }
         num_partitions_selected += 1;
         let packed = if let Some(clustering) = &clustering {
@@ -710,7 +761,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 values: values.to_vec(),
                 raw_values: raw_values.to_vec(),
                 display: display_partition(&table.partition_columns, raw_values),
-                directory: directory::output_directory(table, &indices, raw_values),
+                directory: directory::output_directory(table, &all_indices, raw_values),
                 bins,
             });
         }
@@ -721,7 +772,10 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         target_source,
         min_file_bytes,
         max_deleted_ratio: options.max_deleted_ratio,
-        predicate: predicate.map(|p| p.to_string()),
+        predicate: predicate
+            .map(|p| p.to_string())
+            .or_else(|| file_selection.as_ref().map(|s| s.normalized.clone())),
+        predicate_files: file_selection.as_ref().map(|s| s.counts),
         num_partitions_selected,
         partitions,
         clustering,
@@ -731,6 +785,104 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         key_spaces: Vec::new(),
         rewrite_all: options.rewrite_all,
     })
+}
+
+/// What a `--where` predicate selects: partitions (every column a partition column) or
+/// files (by their stats).
+enum Selection {
+    Partitions(Predicate),
+    Files(FileSelection),
+}
+
+/// The files a predicate over data columns selects.
+struct FileSelection {
+    /// Parallel to [`TableView::files`].
+    selected: Vec<bool>,
+    counts: PredicateFiles,
+    /// The predicate as parsed, for the plan and the commit.
+    normalized: String,
+}
+
+impl Selection {
+    fn new(table: &TableView, text: &str, include_unknown: bool) -> Result<Self> {
+        let parsed = Predicate::parse(text)?;
+        let is_partition_column = |column: &Vec<String>| {
+            column.len() == 1
+                && (table.partition_columns.iter().any(|c| *c == column[0])
+                    || table
+                        .partition_columns
+                        .iter()
+                        .filter(|c| c.eq_ignore_ascii_case(&column[0]))
+                        .count()
+                        == 1)
+        };
+        if parsed.columns().iter().all(is_partition_column) {
+            return Ok(Self::Partitions(partition_predicate(table, text)?));
+        }
+        let with_setting = |e: Error| match e {
+            Error::UnknownColumn {
+                column, message, ..
+            } => Error::UnknownColumn {
+                column,
+                setting: Some(crate::Setting::PartitionPredicate),
+                message,
+            },
+            Error::InvalidPredicate { message, .. } => Error::InvalidPredicate {
+                predicate: text.to_string(),
+                message,
+            },
+            other => other,
+        };
+        let pruner = crate::pruning::Pruner::new(table, &parsed).map_err(with_setting)?;
+        let prefix = crate::pruning::string_prefix_length(table);
+        let decided: Vec<(bool, bool)> = {
+            use rayon::prelude::*;
+            table
+                .files
+                .par_iter()
+                .map(|file| {
+                    let bounds: Vec<crate::pruning::FileBounds> = pruner
+                        .columns()
+                        .iter()
+                        .map(|c| crate::pruning::FileBounds::of(c, file, prefix))
+                        .collect();
+                    let unknown =
+                        pruner.columns().iter().zip(&bounds).any(|(c, b)| {
+                            c.partition_index.is_none() && !b.has_range() && !b.all_null
+                        });
+                    let refs: Vec<&crate::pruning::FileBounds> = bounds.iter().collect();
+                    (pruner.may_match(&refs), unknown)
+                })
+                .collect()
+        };
+        let mut counts = PredicateFiles {
+            without_stats_included: include_unknown,
+            ..PredicateFiles::default()
+        };
+        let selected = decided
+            .iter()
+            .map(|&(may_match, unknown)| {
+                if !may_match {
+                    counts.ruled_out += 1;
+                    false
+                } else if unknown {
+                    counts.without_stats += 1;
+                    if include_unknown {
+                        counts.selected += 1;
+                    }
+                    include_unknown
+                } else {
+                    counts.selected += 1;
+                    true
+                }
+            })
+            .collect();
+        Ok(Self::Files(FileSelection {
+            selected,
+            counts,
+            normalized: parsed.to_string(),
+        }))
+    }
 }
 
 fn partition_type(table: &TableView, position: usize) -> Result<&DataType> {

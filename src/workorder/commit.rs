@@ -321,14 +321,30 @@ pub async fn commit(
                 .extend(unit.iter().filter(|id| candidates.contains_key(id)));
             continue;
         }
-        // A bin left alone by execute (only compaction bins, each a unit of its own) is
-        // settled: nothing of it is committed, whatever other results say.
-        if unit
-            .iter()
-            .all(|id| candidates[id].results.iter().any(|r| r.left_alone))
+        // A bin every result of which says it was left alone by execute (only compaction
+        // bins, each a unit of its own) is settled: nothing of it is committed, unless a
+        // commit of this run already did (then the next step says so). Where results
+        // disagree, the ones with files are used.
+        let committed_before = unit.iter().any(|id| {
+            candidates[id]
+                .input_files
+                .iter()
+                .any(|&i| scan.own_removed.contains(&order.files[i].add.path))
+        });
+        if !committed_before
+            && unit
+                .iter()
+                .all(|id| candidates[id].results.iter().all(|r| r.left_alone))
         {
             outcome.bins_left_alone.extend(unit.iter().copied());
             continue;
+        }
+        for id in &unit {
+            if let Some(c) = candidates.get_mut(id)
+                && c.results.iter().any(|r| !r.left_alone)
+            {
+                c.results.retain(|r| !r.left_alone);
+            }
         }
         ready.push(unit);
     }

@@ -77,7 +77,9 @@ pub async fn execute(
     if verify {
         let checked = {
             let table = table.clone();
-            let outcomes = outcomes.clone();
+            // A bin left alone wrote nothing to check: its input files stay.
+            let outcomes: Vec<BinOutcome> =
+                outcomes.iter().filter(|o| !o.left_alone).cloned().collect();
             let cancel = options.cancel.clone();
             tokio::task::spawn_blocking(move || {
                 crate::verify::check_rewrite(&table, &outcomes, progress.as_ref(), &cancel)

@@ -67,12 +67,17 @@ fn bad_options_name_the_option() {
     expect_error(
         &fixture,
         &["optimize", "{}", "--where", "nope = 1"],
-        &["'nope'", "partition columns: letter"],
+        &["'nope'", "--where", "columns: letter, number"],
     );
     expect_error(
         &fixture,
-        &["optimize", "{}", "--where", "number = 1"],
-        &["'number'", "not a partition column"],
+        &["optimize", "{}", "--where", "number = 'abc'"],
+        &["'abc'", "does not fit column 'number'"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--where-include-unknown"],
+        &["--where"],
     );
     expect_error(
         &fixture,

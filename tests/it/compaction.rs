@@ -26,11 +26,11 @@ use serde_json::{Value, json};
 use crate::fixture::{Fixture, load, optimize, rows};
 
 /// One generated table: its files' row counts per partition value (`None`: unpartitioned).
-struct Case {
-    seed: u64,
-    partitions: Vec<Option<String>>,
+pub(crate) struct Case {
+    pub(crate) seed: u64,
+    pub(crate) partitions: Vec<Option<String>>,
     /// Rows of each file, with the index of its partition.
-    files: Vec<(usize, usize)>,
+    pub(crate) files: Vec<(usize, usize)>,
 }
 
 fn generate(seed: u64) -> Case {
@@ -69,6 +69,17 @@ fn generate(seed: u64) -> Case {
 /// partitioned, data columns `id` (long), `x` (double) and `s` (string), each file with its
 /// `numRecords`, in Hive-style partition directories.
 fn write_case(dir: &Path, name: &str, case: &Case) -> PathBuf {
+    write_case_with(dir, name, case, &|_| false)
+}
+
+/// As [`write_case`]; files for which `bounds(i)` holds also record `minValues`,
+/// `maxValues` and `nullCount` of `id` and `x`.
+pub(crate) fn write_case_with(
+    dir: &Path,
+    name: &str,
+    case: &Case,
+    bounds: &dyn Fn(usize) -> bool,
+) -> PathBuf {
     let root = dir.join(name);
     std::fs::create_dir_all(root.join("_delta_log")).unwrap();
     let partitioned = case.partitions[0].is_some();
@@ -127,6 +138,21 @@ fn write_case(dir: &Path, name: &str, case: &Case) -> PathBuf {
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         std::fs::write(root.join(&path), &buffer).unwrap();
+        let mut stats = json!({"numRecords": num_rows});
+        if bounds(i) {
+            let xs = batch
+                .column(1)
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .unwrap();
+            let (lo, hi) = xs
+                .values()
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            stats["minValues"] = json!({"id": next_id - num_rows as i64, "x": lo});
+            stats["maxValues"] = json!({"id": next_id - 1, "x": hi});
+            stats["nullCount"] = json!({"id": 0, "x": 0});
+        }
         let partition_values = match &case.partitions[partition] {
             Some(value) => json!({"p": value}),
             None => json!({}),
@@ -138,7 +164,7 @@ fn write_case(dir: &Path, name: &str, case: &Case) -> PathBuf {
                 "size": buffer.len(),
                 "modificationTime": 0,
                 "dataChange": true,
-                "stats": json!({"numRecords": num_rows}).to_string(),
+                "stats": stats.to_string(),
             }})
             .to_string(),
         );
@@ -392,6 +418,18 @@ fn a_bin_that_writes_as_many_files_as_it_reads_is_not_committed() {
     assert_eq!(results.len(), 1);
     assert!(results[0].left_alone);
     assert!(results[0].files.is_empty());
+    assert_eq!(fixture.listing(), listing);
+    // With verification too: a bin left alone wrote nothing to check.
+    let verified = rt
+        .block_on(delta_layout::workorder::execute(
+            &order,
+            &[0],
+            Default::default(),
+            &options.clone().with_verify(true),
+            Arc::new(delta_layout::progress::NoProgress),
+        ))
+        .unwrap();
+    assert!(verified[0].left_alone && verified[0].verified);
     assert_eq!(fixture.listing(), listing);
     let committed = rt
         .block_on(delta_layout::workorder::commit(

@@ -14,6 +14,7 @@ mod report;
 mod rewrite;
 mod row_tracking;
 mod scheduled;
+mod selection;
 mod sweep;
 mod verify;
 mod workorder;

@@ -301,12 +301,18 @@ pub struct PlanningArgs {
     /// A number between 0 and 1. Defaults to 0.05.
     #[arg(long, value_name = "RATIO", help_heading = "Planning")]
     pub max_deleted_ratio: Option<f64>,
-    /// Only compact partitions matching this predicate over partition columns.
+    /// Only rewrite what matches this predicate: over partition columns only, the matching
+    /// partitions; over any column, the files whose stats say they may hold a matching row
+    /// (files without stats for its columns are left out unless --where-include-unknown).
     ///
     /// Supports =, !=, <, <=, >, >=, IN (..), BETWEEN, IS [NOT] NULL, AND, OR, NOT and
     /// parentheses, e.g. "date >= '2024-01-01' AND region IN ('eu', 'us')".
     #[arg(long = "where", value_name = "PREDICATE", help_heading = "Planning")]
     pub predicate: Option<String>,
+    /// With a --where predicate over data columns, also rewrite the files whose stats cannot
+    /// tell (no stats, or no min/max for one of its columns).
+    #[arg(long, requires = "predicate", help_heading = "Planning")]
+    pub where_include_unknown: bool,
     /// Cluster along a Z-order curve over 1 to 6 columns (comma-separated, `a.b` for nested).
     ///
     /// Each selected partition not already clustered this way is rewritten whole: rows are

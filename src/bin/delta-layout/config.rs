@@ -123,6 +123,7 @@ pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> 
         )?)
         .with_max_deleted_ratio(args.max_deleted_ratio.unwrap_or(DEFAULT_MAX_DELETED_RATIO))
         .with_predicate(args.predicate.clone())
+        .with_include_unknown(args.where_include_unknown)
         .with_include_clustered(args.full && args.zorder.is_none() && args.hilbert.is_none())
         .with_clustering(clustering(args)?);
     plan.validate()?;

@@ -759,7 +759,14 @@ pub fn target_source(source: delta_layout::plan::TargetSource) -> &'static str {
 
 /// Why a plan is empty.
 pub fn nothing_to_do(plan: &delta_layout::plan::Plan) -> String {
-    if plan.num_partitions_selected == 0 && plan.predicate.is_some() {
+    if let Some(files) = &plan.predicate_files
+        && files.selected == 0
+    {
+        format!(
+            "the --where predicate selected no file ({})",
+            predicate_files(files)
+        )
+    } else if plan.num_partitions_selected == 0 && plan.predicate.is_some() {
         "the --where predicate matched no partition".to_string()
     } else if plan.clustering.is_some() {
         format!(
@@ -782,6 +789,27 @@ pub fn nothing_to_do(plan: &delta_layout::plan::Plan) -> String {
     }
 }
 
+/// How a predicate over data columns selected files, in words.
+fn predicate_files(files: &delta_layout::plan::PredicateFiles) -> String {
+    let mut text = format!(
+        "{} selected by their stats, {} ruled out",
+        count(files.selected as u64, "file"),
+        files.ruled_out
+    );
+    if files.without_stats > 0 {
+        text.push_str(&format!(
+            ", {} without stats for its columns {}",
+            files.without_stats,
+            if files.without_stats_included {
+                "included (--where-include-unknown)"
+            } else {
+                "left out (--where-include-unknown includes them)"
+            }
+        ));
+    }
+    text
+}
+
 /// Text form of a plan (`optimize --dry-run`).
 pub fn plan(out: &mut impl Write, plan: &delta_layout::plan::Plan) -> io::Result<()> {
     writeln!(
@@ -794,7 +822,10 @@ pub fn plan(out: &mut impl Write, plan: &delta_layout::plan::Plan) -> io::Result
         plan.max_deleted_ratio * 100.0
     )?;
     if let Some(p) = &plan.predicate {
-        writeln!(out, "where {p}")?;
+        match &plan.predicate_files {
+            Some(files) => writeln!(out, "where {p}: {}", predicate_files(files))?,
+            None => writeln!(out, "where {p}")?,
+        }
     }
     if let Some(c) = &plan.clustering {
         writeln!(

@@ -132,6 +132,8 @@ pub fn commit(
     if let Some(first) = outcome.bins_dropped.first()
         && outcome.bins_committed.is_empty()
         && outcome.bins_already_committed.is_empty()
+        && outcome.bins_left_alone.is_empty()
+        && outcome.bins_waiting.is_empty()
     {
         return Err(delta_layout::Error::CommitStopped {
             table: outcome.table.clone(),
