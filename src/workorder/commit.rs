@@ -259,7 +259,8 @@ struct Candidates {
 ///
 /// # Errors
 /// * [`Error::WorkOrder`] for the head of a sharded order or an order read for some bins
-///   only (commit reads the whole order: [`super::read_order`] with no bin list);
+///   only (commit reads the whole order: [`super::read_order`] with no bin list), and for no
+///   result at all given for a plan with bins;
 /// * [`Error::WorkOrder`] naming the bin whose result does not belong to the order (another
 ///   run or plan, an unknown bin, rows that differ from its input's, a file outside the bin's
 ///   directory, not named after the run and bin, listed twice, missing, of another size or
@@ -278,6 +279,16 @@ pub async fn commit(
 ) -> Result<CommitOutcome> {
     super::check_whole(order)?;
     check_inputs(order, &storage_options).await?;
+    // Nothing given for a plan with bins: nothing wanted can be done.
+    if results.is_empty() && !order.plan.is_empty() {
+        return Err(Error::WorkOrder {
+            document: format!("the work order of run {}", order.plan.run_id),
+            message: format!(
+                "has {} bins, but no result was given: run execute and give commit its result documents",
+                order.plan.bins().count()
+            ),
+        });
+    }
     let table = order.table_view(storage_options)?;
     let run_id = order.plan.run_id.clone();
     let mut outcome = CommitOutcome {
@@ -534,6 +545,13 @@ async fn check_inputs(order: &WorkOrder, storage_options: &StorageOptions) -> Re
             }
         }
     }
+    // A version of a table never changes: once this process found the order's files live in
+    // it, later commit steps of the same order (the batches of a Spark driver) need not load
+    // the snapshot again.
+    let key = checked_key(order);
+    if checked_orders().lock().is_ok_and(|c| c.contains_key(&key)) {
+        return Ok(());
+    }
     let location = crate::table::TableLocation::new(order.table.uri.clone())
         .with_storage_options(storage_options.clone());
     let snapshot = TableView::load(location, Some(order.table.version)).await?;
@@ -555,7 +573,37 @@ async fn check_inputs(order: &WorkOrder, storage_options: &StorageOptions) -> Re
             )));
         }
     }
+    if let Ok(mut checked) = checked_orders().lock() {
+        *checked.entry(key).or_default() += 1;
+    }
     Ok(())
+}
+
+/// Orders whose input files this process checked against the table at the plan's version,
+/// with how often it loaded that snapshot to do so.
+fn checked_orders() -> &'static std::sync::Mutex<HashMap<String, u64>> {
+    static CHECKED: std::sync::OnceLock<std::sync::Mutex<HashMap<String, u64>>> =
+        std::sync::OnceLock::new();
+    CHECKED.get_or_init(Default::default)
+}
+
+fn checked_key(order: &WorkOrder) -> String {
+    format!(
+        "{}@{}#{}",
+        order.table.uri, order.table.version, order.fingerprint
+    )
+}
+
+/// How many times this process loaded the table's snapshot at `order`'s version to check its
+/// input files ([`commit`]): 1 after any number of commit steps of one order (the batches of
+/// a Spark driver), 0 before the first.
+#[must_use]
+pub fn snapshot_loads(order: &WorkOrder) -> u64 {
+    checked_orders()
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&checked_key(order)).copied())
+        .unwrap_or(0)
 }
 
 /// How often a batch is retried after losing the race for the next version without any of

@@ -71,7 +71,7 @@ mod document;
 mod execute;
 pub mod shard;
 
-pub use commit::{CommitOptions, CommitOutcome, DroppedBin, commit};
+pub use commit::{CommitOptions, CommitOutcome, DroppedBin, commit, snapshot_loads};
 pub use document::{check_document_path, read_document, write_document};
 pub use execute::execute;
 pub use shard::{FileShard, ShardDocument, read_order, write_order};

@@ -1484,3 +1484,93 @@ fn orders_of_tables_with_escaped_paths_and_partition_values_commit_their_rows() 
         assert_eq!(rows(&location), before, "{name}");
     }
 }
+
+/// The "nothing happened" paths of the work orders: no result given for a plan with bins is
+/// an error (exit 2, nothing committed); an empty plan executes and commits to "nothing to do"
+/// (exit 0).
+#[test]
+fn commit_without_results_is_an_error_and_an_empty_plan_is_nothing_to_do() {
+    let table = Fixture::copy("basic-with-checkpoint");
+    let location = table.location();
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(&location, work.path(), &[]);
+    assert!(!bin_ids(&order).is_empty());
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let log_before = table.log_versions();
+    let output = run(&["commit", &plan_path]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no result was given"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(table.log_versions(), log_before);
+
+    ok(&["optimize", &location, "--no-report", "--quiet"]);
+    let empty = plan(&location, work.path(), &[]);
+    assert!(bin_ids(&empty).is_empty());
+    let result = work.path().join("r.json").display().to_string();
+    ok(&[
+        "execute",
+        &plan_path,
+        "--all-bins",
+        "--out",
+        &result,
+        "--quiet",
+    ]);
+    let text = ok(&["commit", &plan_path, &result]);
+    assert!(
+        text.contains("nothing to do: the plan has no bin"),
+        "{text}"
+    );
+}
+
+/// A Spark driver commits a run batch by batch, one commit step each, in one process: the
+/// snapshot at the plan's version that checks the order's input files is loaded once.
+#[test]
+fn twenty_commit_steps_of_one_order_load_the_plans_snapshot_once() {
+    let table = Fixture::copy("v2-checkpoint-sidecars");
+    let location = table.location();
+    let before = rows(&location);
+    let options = delta_layout::optimize::OptimizeOptions::default().with_plan(
+        delta_layout::plan::PlanOptions::default()
+            .with_target_file_bytes(Some(3_000))
+            .with_min_file_bytes(Some(1_000))
+            .with_output_ratio(Some(1.0)),
+    );
+    let rt = runtime();
+    let order = rt
+        .block_on(delta_layout::workorder::plan(
+            location.as_str(),
+            &options,
+            &Default::default(),
+        ))
+        .unwrap();
+    let bins = order.bin_ids();
+    assert!(bins.len() >= 20, "{} bins", bins.len());
+    let results = rt
+        .block_on(delta_layout::workorder::execute(
+            &order,
+            &bins,
+            Default::default(),
+            &options,
+            std::sync::Arc::new(delta_layout::progress::NoProgress),
+        ))
+        .unwrap();
+    assert_eq!(delta_layout::workorder::snapshot_loads(&order), 0);
+    let mut committed = 0;
+    for result in results.into_iter().take(20) {
+        let outcome = rt
+            .block_on(delta_layout::workorder::commit(
+                &order,
+                vec![result],
+                Default::default(),
+                &delta_layout::workorder::CommitOptions::default(),
+            ))
+            .unwrap();
+        committed += outcome.bins_committed.len() + outcome.bins_left_alone.len();
+    }
+    assert_eq!(committed, 20);
+    assert_eq!(delta_layout::workorder::snapshot_loads(&order), 1);
+    assert_eq!(rows(&location), before);
+}

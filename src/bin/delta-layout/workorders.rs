@@ -124,6 +124,14 @@ pub fn commit(
     let outcome = runtime.block_on(workorder::commit(&order, results, storage, &options))?;
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&outcome)?)?;
+    } else if order.plan.is_empty() {
+        writeln!(
+            stdout,
+            "run {} of {}: nothing to do: the plan has no bin ({})",
+            outcome.run_id,
+            outcome.table,
+            render::nothing_to_do(&order.plan)
+        )?;
     } else {
         render::work_commit(stdout, &outcome)?;
     }
