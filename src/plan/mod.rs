@@ -623,31 +623,15 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
     let mut next_bin_id = 0;
     for (raw_values, indices) in groups {
         let values = table.files[indices[0]].partition_values.as_slice();
-        if let Some(predicate) = &predicate {
-            let selected = predicate
-                .evaluate(&|column: &[String]| {
-                    let position = table
-                        .partition_columns
-                        .iter()
-                        .position(|c| c == &column[0])
-                        .ok_or_else(|| {
-                            Error::Internal(format!("column {column:?} not resolved"))
-                        })?;
-                    Ok((
-                        partition_type(table, position)?,
-                        values[position].as_deref(),
-                    ))
-                })
-                .map_err(|e| match e {
-                    Error::InvalidPredicate { message, .. } => Error::InvalidPredicate {
-                        predicate: options.predicate.clone().unwrap_or_default(),
-                        message,
-                    },
-                    other => other,
-                })?;
-            if selected != Some(true) {
-                continue;
-            }
+        if let Some(predicate) = &predicate
+            && !partition_matches(
+                table,
+                predicate,
+                values,
+                options.predicate.as_deref().unwrap_or_default(),
+            )?
+        {
+            continue;
         }
         // A predicate over data columns: the partition's selected files only.
         let all_indices = indices;
@@ -785,6 +769,70 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         key_spaces: Vec::new(),
         rewrite_all: options.rewrite_all,
     })
+}
+
+/// The files of `table` a `--where` predicate selects, as [`plan`] selects them (see
+/// [`PlanOptions::with_predicate`]): a vector parallel to [`TableView::files`], and the
+/// counts (for a predicate over partition columns only: the files of the matching partitions
+/// selected, the others ruled out). `report --where` reports on these files only.
+///
+/// # Errors
+/// As [`plan`] for its predicate: [`Error::InvalidPredicate`], [`Error::UnknownColumn`].
+pub fn select_files(
+    table: &TableView,
+    predicate: &str,
+    include_unknown: bool,
+) -> Result<(Vec<bool>, PredicateFiles)> {
+    match Selection::new(table, predicate, include_unknown)? {
+        Selection::Files(selection) => Ok((selection.selected, selection.counts)),
+        Selection::Partitions(parsed) => {
+            let mut counts = PredicateFiles {
+                without_stats_included: include_unknown,
+                ..PredicateFiles::default()
+            };
+            let mut selected = Vec::with_capacity(table.files.len());
+            for file in &table.files {
+                let matches = partition_matches(table, &parsed, &file.partition_values, predicate)?;
+                if matches {
+                    counts.selected += 1;
+                } else {
+                    counts.ruled_out += 1;
+                }
+                selected.push(matches);
+            }
+            Ok((selected, counts))
+        }
+    }
+}
+
+/// Whether partition values `values` (parallel to [`TableView::partition_columns`]) satisfy
+/// `predicate` (resolved to partition columns); `text` names it in errors.
+fn partition_matches(
+    table: &TableView,
+    predicate: &Predicate,
+    values: &[Option<String>],
+    text: &str,
+) -> Result<bool> {
+    let selected = predicate
+        .evaluate(&|column: &[String]| {
+            let position = table
+                .partition_columns
+                .iter()
+                .position(|c| c == &column[0])
+                .ok_or_else(|| Error::Internal(format!("column {column:?} not resolved")))?;
+            Ok((
+                partition_type(table, position)?,
+                values[position].as_deref(),
+            ))
+        })
+        .map_err(|e| match e {
+            Error::InvalidPredicate { message, .. } => Error::InvalidPredicate {
+                predicate: text.to_string(),
+                message,
+            },
+            other => other,
+        })?;
+    Ok(selected == Some(true))
 }
 
 /// What a `--where` predicate selects: partitions (every column a partition column) or

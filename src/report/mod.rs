@@ -222,6 +222,15 @@ pub struct DrawnRange {
     pub size_bytes: u64,
 }
 
+/// A report restricted to the files a `--where` predicate selects.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectedBy {
+    /// The predicate as given.
+    pub predicate: String,
+    /// How it selected the version's files.
+    pub files: crate::plan::PredicateFiles,
+}
+
 /// The report of one table version.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LayoutReport {
@@ -260,6 +269,10 @@ pub struct LayoutReport {
     pub conjunctions: Vec<ConjunctionReport>,
     /// Per user predicate, in file order.
     pub predicates: Vec<PredicateReport>,
+    /// The `--where` predicate the report was restricted to and how it selected files
+    /// ([`crate::plan::select_files`]); `None`: every file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selected_by: Option<SelectedBy>,
     /// Per column, the picture's data (not in JSON).
     #[serde(skip)]
     pub layouts: Vec<ColumnLayout>,
@@ -697,6 +710,7 @@ fn build(
         conjunctions,
         predicates,
         layouts,
+        selected_by: None,
     })
 }
 

@@ -214,3 +214,43 @@ fn the_command_line_says_what_the_predicate_selected_and_names_bad_columns() {
         &["'three'", "column 'id'"],
     );
 }
+
+#[test]
+fn report_where_reports_on_the_files_optimize_where_would_select() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = write_case_with(dir.path(), "t", &twenty_files(), &|i| i < 10);
+    let location = root.display().to_string();
+    let output = run(&["report", &location, "--where", "id >= 500", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // Files 5 to 9 by their stats; the 10 without stats are left out, as optimize leaves them.
+    assert_eq!(report["files"], 5);
+    assert_eq!(report["rows"], 500);
+    assert_eq!(report["selected_by"]["predicate"], "id >= 500");
+    assert_eq!(report["selected_by"]["files"]["ruled_out"], 5);
+    assert_eq!(report["selected_by"]["files"]["without_stats"], 10);
+    let output = run(&[
+        "report",
+        &location,
+        "--where",
+        "id >= 500",
+        "--where-include-unknown",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["files"], 15);
+    // The same files `optimize --where` plans.
+    let dry = optimize(
+        &location,
+        &OptimizeOptions::default()
+            .with_plan(options("id >= 500").with_include_unknown(true))
+            .with_dry_run(true),
+    )
+    .unwrap();
+    assert_eq!(dry.plan.num_input_files(), 15);
+    // Without --where, every file.
+    let output = run(&["report", &location, "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["files"], 20);
+    assert!(report.get("selected_by").is_none());
+}

@@ -215,6 +215,13 @@ pub struct ReportArgs {
     /// table property delta.targetFileSize, else autotuned from the table size].
     #[arg(long, value_name = "SIZE", help_heading = "Input")]
     pub target_size: Option<String>,
+    /// Report on the files this predicate selects, as optimize --where selects them (by
+    /// partition values, or by stats for other columns), in each version reported.
+    #[arg(long = "where", value_name = "PREDICATE", help_heading = "Input")]
+    pub predicate: Option<String>,
+    /// With --where over data columns, also report the files whose stats cannot tell.
+    #[arg(long, requires = "predicate", help_heading = "Input")]
+    pub where_include_unknown: bool,
     /// Print one JSON object instead of text.
     #[arg(long, help_heading = "Output")]
     pub json: bool,

@@ -366,6 +366,24 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
     if let Some(path) = &args.html {
         check_html_path(path, &table)?;
     }
+    // `--where`: each version reported over the files the predicate selects in it.
+    let select = |mut table: delta_layout::table::TableView| -> anyhow::Result<_> {
+        let Some(predicate) = &args.predicate else {
+            return Ok((table, None));
+        };
+        let (selected, files) =
+            delta_layout::plan::select_files(&table, predicate, args.where_include_unknown)?;
+        let mut keep = selected.into_iter();
+        table.files.retain(|_| keep.next().unwrap_or(false));
+        Ok((
+            table,
+            Some(delta_layout::report::SelectedBy {
+                predicate: predicate.clone(),
+                files,
+            }),
+        ))
+    };
+    let (table, selected_by) = select(table)?;
     // Each predicate must fit the table: name its line when it does not.
     for (predicate, line) in options.predicates.iter().zip(&lines) {
         delta_layout::pruning::Pruner::new(&table, predicate).map_err(|e| {
@@ -389,12 +407,16 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
             ))
             .map_err(|e| rename_version_option(e, "--compare"))?;
         // The older version is "before", whichever option named it.
-        let (before, table) = if other.version <= table.version {
-            (other, table)
+        let (other, other_selected_by) = select(other)?;
+        let ((before, before_selected), (table, after_selected)) = if other.version <= table.version
+        {
+            ((other, other_selected_by), (table, selected_by))
         } else {
-            (table, other)
+            ((table, selected_by), (other, other_selected_by))
         };
-        let comparison = delta_layout::report::compare(&before, &table, &options)?;
+        let mut comparison = delta_layout::report::compare(&before, &table, &options)?;
+        comparison.before.selected_by = before_selected;
+        comparison.after.selected_by = after_selected;
         if let Some(path) = &args.html {
             write_html(
                 path,
@@ -408,7 +430,8 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
             render::comparison(&mut stdout, &comparison)?;
         }
     } else {
-        let report = delta_layout::report::report(&table, &options)?;
+        let mut report = delta_layout::report::report(&table, &options)?;
+        report.selected_by = selected_by;
         if let Some(path) = &args.html {
             write_html(path, &delta_layout::report::html::render(None, &report))?;
         }

@@ -249,6 +249,7 @@ fn table_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
 /// Text form of `report`.
 pub fn report(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
     writeln!(out, "table      {}", r.table)?;
+    selected_line(out, r)?;
     table_line(out, r)?;
     workload_line(out, r)?;
     writeln!(
@@ -313,9 +314,25 @@ fn predicates(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
     Ok(())
 }
 
+/// The `--where` line of a report restricted to the files a predicate selects.
+fn selected_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
+    match &r.selected_by {
+        Some(s) => writeln!(
+            out,
+            "where      {} (version {}): {}",
+            s.predicate,
+            r.version,
+            predicate_files(&s.files)
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Text form of `report --compare` and of the end of `optimize`.
 pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> {
     writeln!(out, "table      {}", c.after.table)?;
+    selected_line(out, &c.before)?;
+    selected_line(out, &c.after)?;
     table_line(out, &c.before)?;
     table_line(out, &c.after)?;
     if c.after.columns.is_empty() {
