@@ -132,6 +132,12 @@ pub struct SweepOptions {
     /// Estimate each combination's files from the table's rows instead of building it
     /// (see the module docs).
     pub estimate: bool,
+    /// Sweep only the files this predicate selects (`--where`), as `optimize --where`
+    /// selects them ([`crate::plan::select_files`]); `None`: every file.
+    pub predicate: Option<String>,
+    /// With a predicate over data columns, also the files whose stats cannot tell
+    /// (`--where-include-unknown`).
+    pub include_unknown: bool,
 }
 
 /// The figures of one layout at one target size.
@@ -195,6 +201,10 @@ pub struct SweepReport {
     pub combinations: Vec<Combination>,
     /// Wall time of the whole sweep, milliseconds.
     pub duration_ms: u64,
+    /// The `--where` predicate the sweep was restricted to and how it selected files;
+    /// `None`: every file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selected_by: Option<crate::report::SelectedBy>,
 }
 
 /// Runs the sweep (see the module docs). Must be called on a multi-threaded tokio runtime.
@@ -272,6 +282,32 @@ pub async fn sweep(
             Error::invalid_option(crate::Setting::PredicateFile, format!("'{predicate}': {e}"))
         })?;
     }
+    // `--where`: the selected files only, as `optimize --where` would rewrite them.
+    let mut table = table;
+    let selected_by = match &options.predicate {
+        None => None,
+        Some(predicate) => {
+            let (selected, files) =
+                crate::plan::select_files(&table, predicate, options.include_unknown)?;
+            if files.selected == 0 {
+                return Err(Error::invalid_option(
+                    crate::Setting::PartitionPredicate,
+                    format!(
+                        "'{predicate}' selects no file of '{}' ({} ruled out by their stats or partition values, {} without stats for its columns): nothing to sweep",
+                        table.display_location(),
+                        files.ruled_out,
+                        files.without_stats
+                    ),
+                ));
+            }
+            let mut keep = selected.into_iter();
+            table.files.retain(|_| keep.next().unwrap_or(false));
+            Some(crate::report::SelectedBy {
+                predicate: predicate.clone(),
+                files,
+            })
+        }
+    };
     // A local table is mirrored by symbolic links; a table in an object store is referred to
     // by absolute URIs from a local scratch log (nothing is copied either way).
     let source_root = table.location.to_file_path().ok();
@@ -285,7 +321,12 @@ pub async fn sweep(
         }
     });
     if options.estimate {
-        return sweep_estimated(table, options, fraction, progress, started).await;
+        return sweep_estimated(table, options, fraction, progress, started)
+            .await
+            .map(|mut report| {
+                report.selected_by = selected_by;
+                report
+            });
     }
     let scratch = Scratch::new(options.scratch.as_deref(), source_root.as_deref())?;
     let log = scratch_log(&table, source_root.is_none())?;
@@ -400,6 +441,7 @@ pub async fn sweep(
         estimated: false,
         combinations,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        selected_by,
     })
 }
 
@@ -596,6 +638,7 @@ async fn sweep_estimated(
         estimated: true,
         combinations,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        selected_by: None,
     })
 }
 
@@ -1265,6 +1308,7 @@ mod tests {
                 combination("zorder:a,b", 30, 524_288.0, 1 << 20),
             ],
             duration_ms: 5,
+            selected_by: None,
         };
         let html = html(&report);
         assert!(

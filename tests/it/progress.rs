@@ -301,6 +301,8 @@ fn sweep_counts_combinations() {
         memory_limit_bytes: None,
         cancel: Arc::default(),
         estimate: false,
+        predicate: None,
+        include_unknown: false,
     };
     let report = runtime()
         .block_on(delta_layout::sweep::sweep(

@@ -254,3 +254,39 @@ fn report_where_reports_on_the_files_optimize_where_would_select() {
     assert_eq!(report["files"], 20);
     assert!(report.get("selected_by").is_none());
 }
+
+#[test]
+fn sweep_where_sweeps_the_selected_files_and_refuses_a_predicate_selecting_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = write_case_with(dir.path(), "t", &twenty_files(), &|_| true);
+    let location = root.display().to_string();
+    let output = run(&[
+        "sweep",
+        &location,
+        "--where",
+        "id >= 1000",
+        "--target-sizes",
+        "64KiB",
+        "--estimate",
+        "--json",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["rows"], 1000);
+    assert_eq!(report["selected_by"]["files"]["selected"], 10);
+    let fixture = Fixture::at(&root);
+    crate::cli::expect_error(
+        &fixture,
+        &[
+            "sweep",
+            "{}",
+            "--where",
+            "id > 99999",
+            "--target-sizes",
+            "64KiB",
+            "--estimate",
+        ],
+        &["--where", "selects no file"],
+    );
+}

@@ -26,6 +26,8 @@ fn options(layouts: Vec<Layout>, sizes: Vec<u64>, sample: Option<f64>) -> SweepO
         memory_limit_bytes: None,
         cancel: Arc::default(),
         estimate: false,
+        predicate: None,
+        include_unknown: false,
     }
 }
 

@@ -126,6 +126,13 @@ pub struct SweepArgs {
     /// written; sizes come from the measured output ratio.
     #[arg(long)]
     pub estimate: bool,
+    /// Sweep only the files this predicate selects, as optimize --where selects them (by
+    /// partition values, or by stats for other columns).
+    #[arg(long = "where", value_name = "PREDICATE", help_heading = "Input")]
+    pub predicate: Option<String>,
+    /// With --where over data columns, also the files whose stats cannot tell.
+    #[arg(long, requires = "predicate", help_heading = "Input")]
+    pub where_include_unknown: bool,
     /// Predicates to measure instead of generated ones (one per line, as report --predicates).
     #[arg(long, value_name = "FILE")]
     pub predicates: Option<std::path::PathBuf>,

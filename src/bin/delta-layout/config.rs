@@ -233,5 +233,7 @@ pub fn sweep_options(
         },
         cancel: std::sync::Arc::default(),
         estimate: args.estimate,
+        predicate: args.predicate.clone(),
+        include_unknown: args.where_include_unknown,
     })
 }

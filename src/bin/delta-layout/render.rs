@@ -449,6 +449,14 @@ pub fn sweep(out: &mut impl Write, r: &SweepReport) -> io::Result<()> {
         r.rows,
         format_size(r.bytes)
     )?;
+    if let Some(s) = &r.selected_by {
+        writeln!(
+            out,
+            "where      {}: {} (the rows and bytes above are theirs)",
+            s.predicate,
+            predicate_files(&s.files)
+        )?;
+    }
     if r.estimated {
         writeln!(
             out,
