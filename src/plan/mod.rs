@@ -894,12 +894,34 @@ impl Selection {
                         .iter()
                         .map(|c| crate::pruning::FileBounds::of(c, file, prefix))
                         .collect();
-                    let unknown =
-                        pruner.columns().iter().zip(&bounds).any(|(c, b)| {
+                    let is_unknown =
+                        |c: &crate::pruning::ColumnRef, b: &crate::pruning::FileBounds| {
                             c.partition_index.is_none() && !b.has_range() && !b.all_null
-                        });
+                        };
                     let refs: Vec<&crate::pruning::FileBounds> = bounds.iter().collect();
-                    (pruner.may_match(&refs), unknown)
+                    let may_match = pruner.may_match(&refs);
+                    let unknown = pruner
+                        .columns()
+                        .iter()
+                        .zip(&bounds)
+                        .any(|(c, b)| is_unknown(c, b));
+                    // A file the known columns alone let match (`a > 5 OR flag` where `flag`
+                    // has no stats) is selected by its stats: the unknown columns taken as
+                    // matching nothing (all null).
+                    let known_match = unknown && {
+                        let nothing = crate::pruning::FileBounds {
+                            all_null: true,
+                            ..crate::pruning::FileBounds::default()
+                        };
+                        let refs: Vec<&crate::pruning::FileBounds> = pruner
+                            .columns()
+                            .iter()
+                            .zip(&bounds)
+                            .map(|(c, b)| if is_unknown(c, b) { &nothing } else { b })
+                            .collect();
+                        pruner.may_match(&refs)
+                    };
+                    (may_match, unknown && !known_match)
                 })
                 .collect()
         };

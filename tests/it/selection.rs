@@ -290,3 +290,28 @@ fn sweep_where_sweeps_the_selected_files_and_refuses_a_predicate_selecting_none(
         &["--where", "selects no file"],
     );
 }
+
+#[test]
+fn a_file_the_known_columns_let_match_is_selected_whatever_the_other_branch() {
+    let dir = tempfile::tempdir().unwrap();
+    // `s` never has min/max here: `id < 250 OR s = 'x'` selects files 0 to 2 by `id`, and
+    // the others may match by `s` only: without stats for it, they are left out.
+    let root = write_case_with(dir.path(), "t", &twenty_files(), &|_| true);
+    let location = root.display().to_string();
+    let dry = optimize(
+        &location,
+        &OptimizeOptions::default()
+            .with_plan(options("id < 250 OR s = 'x'"))
+            .with_dry_run(true),
+    )
+    .unwrap();
+    assert_eq!(
+        dry.plan.predicate_files,
+        Some(PredicateFiles {
+            selected: 3,
+            ruled_out: 0,
+            without_stats: 17,
+            without_stats_included: false,
+        })
+    );
+}
