@@ -43,6 +43,9 @@ TESTDATA_TABLES = [
     "columnmapping-name-databricks",
     "zorder-optimized",
     "http-requests-delta-rs",
+    # Variant columns (Spark 4.3's files): delta-rs returns the raw struct of binaries, so
+    # it compares every variant byte for byte; DuckDB 1.4.4 cannot read variant tables.
+    "variant-spark",
 ]
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Spark driver (`delta_layout.spark.optimize`) on a real Spark in local mode.
 
-    scripts/check-spark.py BINARY
+    scripts/check-spark.py BINARY [TESTDATA]
 
 Needs the package installed (`pip install .`), `pyspark`, `deltalake` (delta-rs, to write and
 read tables) and Java 17. Spark runs as `local[2,4]`: two executor threads, each task tried
@@ -11,7 +11,10 @@ up to 4 times. Checks:
   nothing duplicated, no file of the failed attempt left;
 * the driver killed between two commit batches and run again (same work_dir) finishes
   without applying any batch twice (one txn per batch number) and without executing again;
-* an append committed while the bins run lands, and every appended row is there.
+* an append committed while the bins run lands, and every appended row is there;
+* with TESTDATA given, variant columns (testdata/variant-spark, Spark's own files): Spark
+  reads the files the driver's Hilbert run wrote as variants (schema `VARIANT`, no Parquet
+  annotation), every value the same JSON as before.
 Prints one line per check; exits 1 if any failed.
 """
 import json
@@ -79,8 +82,38 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+# The Delta schema of testdata/variant-spark, as Spark DDL (its partition column `p` aside).
+VARIANT_SCHEMA = ("id BIGINT, v VARIANT, s STRUCT<k: BIGINT, w: VARIANT>, arr ARRAY<VARIANT>, "
+                  "m MAP<STRING, VARIANT>")
+
+
+def variant_rows(spark, path):
+    """Every row of the table's live files read by Spark's Parquet reader with the variant
+    schema, the variants as JSON text, sorted."""
+    files = [os.path.join(path, f) for f in sorted(live_files(path))]
+    frame = spark.read.schema(VARIANT_SCHEMA).parquet(*files)
+    got = frame.selectExpr("id", "to_json(v)", "s.k", "to_json(s.w)", "to_json(arr)",
+                           "to_json(m)").collect()
+    return sorted(repr(tuple(r)) for r in got)
+
+
+def check_variants(spark, dls, testdata, work):
+    path = shutil.copytree(os.path.join(testdata, "variant-spark"), f"{work}/variant")
+    before = variant_rows(spark, path)
+    summary = dls.optimize(spark, path, hilbert="id,s.k", target_size="16KiB",
+                           work_dir=f"{work}/run-variant")
+    after = variant_rows(spark, path)
+    check("variant columns: the driver's Hilbert run commits", len(summary["versions"]) == 1,
+          json.dumps(summary))
+    check(f"variant columns: Spark reads the {len(after)} rewritten rows as variants, "
+          "each value as before", len(before) == 600 and after == before,
+          f"{len(before)} rows before, {len(after)} after; first differing: "
+          f"{sorted(set(before) ^ set(after))[:2]}")
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
+    testdata = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -95,6 +128,9 @@ def main():
         source = f"{work}/source"
         make_table(source, strings=False)
         before = rows(source)
+
+        if testdata:
+            check_variants(spark, dls, testdata, work)
 
         # The Spark run equals the CLI's optimize of a copy.
         a, b = shutil.copytree(source, f"{work}/a"), shutil.copytree(source, f"{work}/b")

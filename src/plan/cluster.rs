@@ -287,6 +287,12 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
                 ));
             }
         };
+        if matches!(leaf.data_type, deltalake::kernel::DataType::Variant(_)) {
+            return Err(unknown(
+                "is a variant, which has no order (PROTOCOL.md \"Variant Data Type\": not a comparable type), so it cannot be a clustering column; cluster on a column the queries filter on beside it"
+                    .to_string(),
+            ));
+        }
         if !is_orderable(&leaf.data_type) {
             return Err(unknown(format!(
                 "has type {}, which has no order",

@@ -561,6 +561,37 @@ fn find_field<'a>(
     }
 }
 
+/// Refuses a variant column that a file stores shredded: a `typed_value` field holds part of
+/// each value (PROTOCOL.md "Variant Shredding": what is shredded is removed from the `value`
+/// binary), so keeping only `metadata` and `value` would change the values. The check goes
+/// by the target's Arrow type, so a plain struct of exactly the two non-null binaries
+/// `metadata` and `value` is held to it too: a field its file has beyond them is an error,
+/// never silently dropped.
+///
+/// # Errors
+/// [`Error::DataFile`] (path filled in by the caller) naming the column.
+fn check_unshredded(source: &Fields, path: &str) -> Result<()> {
+    use crate::table::schema::{VARIANT_METADATA, VARIANT_TYPED_VALUE, VARIANT_VALUE};
+    if let Some(extra) = source.iter().find(|f| {
+        !f.name().eq_ignore_ascii_case(VARIANT_METADATA)
+            && !f.name().eq_ignore_ascii_case(VARIANT_VALUE)
+    }) {
+        let what = if extra.name().eq_ignore_ascii_case(VARIANT_TYPED_VALUE) {
+            "shredded (a typed_value field), and delta-layout rewrites only unshredded variants (metadata and value); rewrite this file with an engine that unshreds, such as Delta Spark's OPTIMIZE".to_string()
+        } else {
+            format!(
+                "with a field '{}' besides metadata and value, which is not a variant's Parquet layout",
+                extra.name()
+            )
+        };
+        return Err(Error::data_file(
+            "",
+            format!("stores variant column '{path}' {what}"),
+        ));
+    }
+    Ok(())
+}
+
 /// `parent.child` for error messages, the child back-quoted when it needs it.
 fn child_path(parent: &str, child: &str) -> String {
     format!(
@@ -619,6 +650,9 @@ fn align_array(
                 .downcast_ref::<StructArray>()
                 .ok_or_else(|| Error::Internal("struct array expected".into()))?;
             let source_fields = source.fields().clone();
+            if crate::table::schema::is_unshredded_variant(target.data_type()) {
+                check_unshredded(&source_fields, path)?;
+            }
             let children = target_fields
                 .iter()
                 .map(|t| {

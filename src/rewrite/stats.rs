@@ -15,6 +15,7 @@
 //! | timestamp | `"yyyy-mm-ddThh:mm:ss.mmmZ"` | milliseconds; min rounded down, max rounded up |
 //! | timestamp_ntz | `"yyyy-mm-ddThh:mm:ss.mmm"` | as timestamp, without zone |
 //! | boolean, binary, array, map | none | Delta writers record only `nullCount` |
+//! | variant | none | `nullCount` of the variant itself (PROTOCOL.md "Statistics for Variant Columns"; min/max need shredding) |
 //!
 //! Which leaves are indexed: the columns listed in `delta.dataSkippingStatsColumns`, else the
 //! first `delta.dataSkippingNumIndexedCols` leaves (default 32, -1 for all) of the data
@@ -182,6 +183,10 @@ impl StatsCollector {
             };
             let null_count = nulls.as_ref().map_or(0, NullBuffer::null_count) as u64;
             state.nulls += null_count;
+            if leaf_kind(&leaf.data_type) == Kind::None {
+                // nullCount only (binary, arrays, maps, variants): no values to filter.
+                continue;
+            }
             let values: ArrayRef = if nulls.as_ref().map(NullBuffer::null_count)
                 == array.nulls().map(NullBuffer::null_count)
             {

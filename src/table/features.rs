@@ -46,6 +46,14 @@ use crate::error::{Error, Result};
 /// * `checkpointProtection`: this tool never removes or rewrites log files or checkpoints.
 /// * `allowColumnDefaults`: defaults apply to rows inserted without the column; a rewrite
 ///   copies every stored value.
+/// * `variantType` (and `variantType-preview`): variant columns are read and written as the
+///   unshredded struct of the `metadata` and `value` binaries, copied byte for byte; their
+///   stats are `nullCount` only, and they cannot be curve or predicate columns (PROTOCOL.md
+///   "Variant Data Type").
+/// * `variantShredding` (and `variantShredding-preview`): files are written unshredded, which
+///   the protocol allows whether or not shredding is enabled; a file that stores a variant
+///   shredded (a `typed_value` field) is refused when read, naming the file and column, so
+///   the run fails before it commits anything (PROTOCOL.md "Variant Shredding").
 /// * `rowTracking`: stable row IDs and commit versions are written into the materialized
 ///   columns of the new files, which get fresh `baseRowId`s above the high-water mark
 ///   (PROTOCOL.md "Row Tracking"; see [`super::row_tracking`]).
@@ -70,6 +78,10 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "vacuumProtocolCheck",
     "checkpointProtection",
     "allowColumnDefaults",
+    "variantType",
+    "variantType-preview",
+    "variantShredding",
+    "variantShredding-preview",
 ];
 
 const UNIFORM: &str = "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do; compact with Delta Spark's OPTIMIZE, or turn UniForm off (delta.universalFormat.enabledFormats) and drop the feature";
@@ -78,18 +90,6 @@ const CATALOG: &str = "commits of catalog-managed tables go through their catalo
 /// Features this tool refuses, each with the reason a user can act on. Any feature in
 /// neither list is refused as unknown ([`support`]).
 pub const REFUSED_FEATURES: &[(&str, &str)] = &[
-    (
-        "variantType",
-        "variant columns are not carried through a rewrite unchanged yet; compact this table with Delta Spark's OPTIMIZE, or drop the feature once no column is a variant (ALTER TABLE ... DROP FEATURE)",
-    ),
-    (
-        "variantType-preview",
-        "variant columns are not carried through a rewrite unchanged yet; compact this table with Delta Spark's OPTIMIZE, or drop the feature once no column is a variant (ALTER TABLE ... DROP FEATURE)",
-    ),
-    (
-        "variantShredding-preview",
-        "variant columns are not carried through a rewrite unchanged yet; compact this table with Delta Spark's OPTIMIZE, or drop the feature once no column is a variant (ALTER TABLE ... DROP FEATURE)",
-    ),
     (
         "collations",
         "min/max stats of collated string columns must follow each column's collation, which this tool does not implement; compact with Delta Spark, or return the columns to UTF8_BINARY and drop the feature",
@@ -299,17 +299,17 @@ mod tests {
         let p = protocol(
             3,
             7,
-            &["variantType"],
-            &["variantType", "icebergCompatV2", "fancyNew"],
+            &["variantType", "collations"],
+            &["variantType", "icebergCompatV2", "fancyNew", "collations"],
         );
         let unsupported = p.unsupported();
         assert_eq!(unsupported.len(), 3, "{unsupported:?}");
-        assert!(unsupported[0].starts_with("fancyNew (unknown to delta-layout"));
-        assert!(unsupported[1].starts_with("icebergCompatV2 (UniForm"));
-        assert!(unsupported[2].starts_with("variantType (variant columns"));
+        assert!(unsupported[0].starts_with("collations (min/max stats of collated"));
+        assert!(unsupported[1].starts_with("fancyNew (unknown to delta-layout"));
+        assert!(unsupported[2].starts_with("icebergCompatV2 (UniForm"));
         let err = p.check_writable("t").unwrap_err().to_string();
         assert!(
-            err.contains("variantType") && err.contains("Iceberg"),
+            err.contains("collations") && err.contains("Iceberg") && !err.contains("variantType"),
             "{err}"
         );
         assert_eq!(

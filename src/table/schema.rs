@@ -16,6 +16,13 @@
 //! | `array<T>` | List (item field `element`) |
 //! | map<K, V> | Map (entries `key_value` with `key`, `value`) |
 //! | struct | Struct of the physical fields |
+//! | variant | Struct of `metadata` and `value`, both non-null Binary (unshredded) |
+//!
+//! A variant is written unshredded, as PROTOCOL.md "Variant Data Type" ("Variant data in
+//! Parquet") lays it out and delta-kernel reads it (`DataType::unshredded_variant`): the two
+//! binaries of the Parquet Variant encoding, copied byte for byte. Files that shred a variant
+//! (a `typed_value` field, PROTOCOL.md "Variant Shredding") are refused when read
+//! (`rewrite::read`), since carrying them would need a per-file schema or unshredding.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -139,8 +146,7 @@ pub fn leaf_columns(schema: &StructType, mode: ColumnMappingMode) -> Vec<LeafCol
 /// `id` mode.
 ///
 /// # Errors
-/// [`Error::UnsupportedFeatures`]-like [`Error::InvalidOption`] is never returned; an
-/// unsupported Delta type (variant, intervals, void) is [`Error::Internal`], since the feature
+/// An unsupported Delta type (intervals, void) is [`Error::Internal`], since the feature
 /// gate refuses such tables first.
 pub fn physical_arrow_schema(
     schema: &StructType,
@@ -221,10 +227,30 @@ fn arrow_type(data_type: &DataType, mode: ColumnMappingMode) -> Result<ArrowType
                 .map(|f| physical_field(f, mode))
                 .collect::<Result<Vec<_>>>()?,
         )),
-        DataType::Variant(_) => {
-            return Err(Error::Internal(
-                "variant columns cannot be rewritten".into(),
-            ));
-        }
+        DataType::Variant(_) => unshredded_variant(),
     })
+}
+
+/// Name of the Variant metadata binary inside a variant's Parquet struct.
+pub const VARIANT_METADATA: &str = "metadata";
+/// Name of the Variant value binary inside a variant's Parquet struct.
+pub const VARIANT_VALUE: &str = "value";
+/// Name of the shredded part of a variant's Parquet struct (PROTOCOL.md "Shredded Variant data
+/// in Parquet"), which delta-layout does not carry.
+pub const VARIANT_TYPED_VALUE: &str = "typed_value";
+
+/// The Arrow type of an unshredded variant: a struct of the non-null binaries `metadata` and
+/// `value` (PROTOCOL.md "Variant data in Parquet"; delta-kernel's `unshredded_variant`).
+#[must_use]
+pub fn unshredded_variant() -> ArrowType {
+    ArrowType::Struct(Fields::from(vec![
+        Field::new(VARIANT_METADATA, ArrowType::Binary, false),
+        Field::new(VARIANT_VALUE, ArrowType::Binary, false),
+    ]))
+}
+
+/// Whether `data_type` is the Arrow type of an unshredded variant ([`unshredded_variant`]).
+#[must_use]
+pub fn is_unshredded_variant(data_type: &ArrowType) -> bool {
+    *data_type == unshredded_variant()
 }

@@ -206,16 +206,16 @@ fn refused_feature_exits_2_naming_it() {
         fixture.next_version(),
         &[
             serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-            "readerFeatures": ["variantType"],
-            "writerFeatures": ["appendOnly", "invariants", "variantType"]}}),
+            "readerFeatures": [],
+            "writerFeatures": ["appendOnly", "invariants", "collations"]}}),
         ],
     );
     expect_error(
         &fixture,
         &["optimize", "{}"],
-        &["variantType", "the table was not changed"],
+        &["collations", "the table was not changed"],
     );
-    expect_error(&fixture, &["optimize", "{}", "--dry-run"], &["variantType"]);
+    expect_error(&fixture, &["optimize", "{}", "--dry-run"], &["collations"]);
 }
 
 #[test]
@@ -275,6 +275,10 @@ fn every_feature_is_supported_or_refused_with_a_reason() {
         ("allowColumnDefaults", false),
         ("typeWidening", true),
         ("vacuumProtocolCheck", true),
+        ("variantType", true),
+        ("variantType-preview", true),
+        ("variantShredding", true),
+        ("variantShredding-preview", true),
     ];
     for (feature, in_reader) in supported {
         let fixture = Fixture::copy("basic-with-checkpoint");
@@ -303,14 +307,9 @@ fn every_feature_is_supported_or_refused_with_a_reason() {
         assert_eq!(rows(&location), before, "{feature}");
     }
     let writer_only = ["icebergCompatV2", "collations", "someFeatureFromTheFuture"];
-    let reader_writer = ["variantType", "variantType-preview"];
-    for (feature, in_reader) in writer_only
-        .iter()
-        .map(|f| (*f, false))
-        .chain(reader_writer.iter().map(|f| (*f, true)))
-    {
+    for feature in writer_only {
         let fixture = Fixture::copy("basic-with-checkpoint");
-        let reader: Vec<&str> = if in_reader { vec![feature] } else { vec![] };
+        let reader: Vec<&str> = vec![];
         let protocol = serde_json::json!({"protocol": {
             "minReaderVersion": 3,
             "minWriterVersion": 7,

@@ -16,5 +16,6 @@ mod row_tracking;
 mod scheduled;
 mod selection;
 mod sweep;
+mod variant;
 mod verify;
 mod workorder;

@@ -1,0 +1,315 @@
+//! Variant columns (PROTOCOL.md "Variant Data Type", "Variant Shredding"): carried byte for
+//! byte through compaction and clustering, `nullCount`-only stats, refused as curve and
+//! predicate columns, and shredded files refused with the table untouched.
+//!
+//! Tables: `variant-spark` and `variant-shredded-spark`, data files written by Spark 4.3
+//! (`scripts/make-variant-tables.py`; see testdata/README.md).
+
+use std::collections::BTreeMap;
+
+use delta_layout::curve::Curve;
+use delta_layout::optimize::OptimizeOptions;
+use delta_layout::plan::PlanOptions;
+use delta_layout::plan::cluster::ClusterRequest;
+use deltalake::arrow::array::{Array, AsArray, ListArray, MapArray, StructArray};
+use deltalake::arrow::datatypes::Int64Type;
+use serde_json::Value;
+
+use crate::cli::{expect_error, run, stderr};
+use crate::fixture::{Fixture, load, optimize};
+
+/// Rows of the table (600 in 8 files, 4 in each of two partitions).
+const ROWS: usize = 600;
+
+/// Every row of the table, read straight from its live data files by the `parquet` crate
+/// (none of delta-layout's reading code), as sorted strings: `id`, the partition value, `s.k`,
+/// and every variant's `metadata` and `value` bytes (hex) by where it sits (`v`, `s.w`,
+/// `arr[i]`, `m[key]`), SQL NULLs as `∅`. Fields are found by name, so Spark's `value`,
+/// `metadata` order and ours compare equal. (delta-kernel's scan cannot be the reference
+/// here: it fails on Spark's own files, "Found unmasked nulls for non-nullable StructArray
+/// field m", for a map whose variant values are null.)
+fn rows_raw(fixture: &Fixture) -> Vec<String> {
+    use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use std::fmt::Write as _;
+    let table = load(&fixture.location());
+    let root = &fixture.path;
+    let hex = |b: &[u8]| {
+        b.iter().fold(String::new(), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
+    };
+    let variant = |a: &StructArray, i: usize| -> String {
+        if a.is_null(i) {
+            return "∅".into();
+        }
+        let bytes = |name: &str| hex(a.column_by_name(name).unwrap().as_binary::<i32>().value(i));
+        format!("(metadata {}, value {})", bytes("metadata"), bytes("value"))
+    };
+    let mut out = Vec::new();
+    for file in &table.files {
+        let reader = ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(root.join(&file.path)).unwrap(),
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+        for batch in reader {
+            let batch = batch.unwrap();
+            let ids = batch
+                .column_by_name("id")
+                .unwrap()
+                .as_primitive::<Int64Type>();
+            let v = batch.column_by_name("v").unwrap().as_struct();
+            let s = batch.column_by_name("s").unwrap().as_struct();
+            let k = s.column_by_name("k").unwrap().as_primitive::<Int64Type>();
+            let w = s.column_by_name("w").unwrap().as_struct();
+            let arr = batch
+                .column_by_name("arr")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<ListArray>()
+                .unwrap();
+            let m = batch
+                .column_by_name("m")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<MapArray>()
+                .unwrap();
+            for row in 0..batch.num_rows() {
+                let mut line = format!(
+                    "id={} p={:?} v={}",
+                    ids.value(row),
+                    file.partition_values[0],
+                    variant(v, row)
+                );
+                if s.is_null(row) {
+                    line.push_str(" s=∅");
+                } else {
+                    let k = if k.is_null(row) {
+                        "∅".to_string()
+                    } else {
+                        k.value(row).to_string()
+                    };
+                    let _ = write!(line, " s.k={k} s.w={}", variant(w, row));
+                }
+                if arr.is_null(row) {
+                    line.push_str(" arr=∅");
+                } else {
+                    let elements = arr.value(row);
+                    for i in 0..elements.len() {
+                        let _ = write!(line, " arr[{i}]={}", variant(elements.as_struct(), i));
+                    }
+                }
+                if m.is_null(row) {
+                    line.push_str(" m=∅");
+                } else {
+                    let entries = m.value(row);
+                    let keys = entries.column(0).as_string::<i32>();
+                    for i in 0..entries.len() {
+                        let _ = write!(
+                            line,
+                            " m[{}]={}",
+                            keys.value(i),
+                            variant(entries.column(1).as_struct(), i)
+                        );
+                    }
+                }
+                out.push(line);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The `stats` of every `add` of commit `version`, parsed.
+fn added_stats(fixture: &Fixture, version: u64) -> Vec<Value> {
+    fixture
+        .commit(version)
+        .iter()
+        .filter_map(|a| a.get("add"))
+        .map(|add| serde_json::from_str(add["stats"].as_str().unwrap()).unwrap())
+        .collect()
+}
+
+/// The Parquet schema of a data file as text (`required binary metadata`, ...).
+fn parquet_schema(fixture: &Fixture, path: &str) -> String {
+    use deltalake::parquet::file::reader::{FileReader as _, SerializedFileReader};
+    let file = std::fs::File::open(fixture.path.join(path)).unwrap();
+    let reader = SerializedFileReader::new(file).unwrap();
+    let mut text = Vec::new();
+    deltalake::parquet::schema::printer::print_schema(
+        &mut text,
+        reader.metadata().file_metadata().schema(),
+    );
+    String::from_utf8(text).unwrap()
+}
+
+/// Runs `options` on the table and checks rows, variant bytes, verify, stats, the Parquet
+/// layout written, and that a second run does nothing. `files_after`: the files expected.
+fn check_rewrite(fixture: &Fixture, options: &OptimizeOptions, files_after: Option<usize>) {
+    let location = fixture.location();
+    let rows_before = rows_raw(fixture);
+    assert_eq!(rows_before.len(), ROWS);
+    // Variants in every position made it into the comparison.
+    for needle in [
+        "v=(metadata",
+        "s.w=(metadata",
+        "arr[2]=(metadata",
+        "m[x]=(metadata",
+        "m[nil]=∅",
+    ] {
+        assert!(rows_before.iter().any(|r| r.contains(needle)), "{needle}");
+    }
+    let read_version = load(&location).version;
+    let outcome = optimize(&location, options).unwrap();
+    let version = outcome.version.expect("a commit");
+    assert_eq!(outcome.files_removed, 8);
+    let table = load(&location);
+    if let Some(n) = files_after {
+        assert_eq!(table.files.len(), n);
+    }
+    // The same rows, every variant byte for byte.
+    assert_eq!(rows_raw(fixture), rows_before);
+    let rt = crate::fixture::runtime();
+    let _inside = rt.enter();
+    let old = rt
+        .block_on(delta_layout::table::TableView::load(
+            &location,
+            Some(read_version),
+        ))
+        .unwrap();
+    let report = delta_layout::verify::verify(&old, &table, None).unwrap();
+    assert!(report.equal, "{report:?}");
+    // Stats: nullCount for every variant leaf, min/max for none of them.
+    let stats = added_stats(fixture, version);
+    assert_eq!(stats.len(), table.files.len());
+    let mut nulls: BTreeMap<&str, u64> = BTreeMap::new();
+    for s in &stats {
+        for (key, pointer) in [
+            ("v", "/nullCount/v"),
+            ("s.w", "/nullCount/s/w"),
+            ("arr", "/nullCount/arr"),
+            ("m", "/nullCount/m"),
+        ] {
+            *nulls.entry(key).or_default() += s.pointer(pointer).unwrap().as_u64().unwrap();
+        }
+        assert!(s.pointer("/minValues/v").is_none(), "{s}");
+        assert!(s.pointer("/maxValues/s/w").is_none(), "{s}");
+        assert!(s.pointer("/minValues/id").is_some(), "{s}");
+    }
+    // The SQL NULLs the rows hold (a null `s` makes `s.w` null too).
+    let count = |needles: &[&str]| {
+        rows_before
+            .iter()
+            .filter(|r| needles.iter().any(|n| r.contains(n)))
+            .count() as u64
+    };
+    assert_eq!(nulls["v"], count(&[" v=∅"]));
+    assert_eq!(nulls["s.w"], count(&[" s=∅", " s.w=∅"]));
+    assert_eq!(nulls["arr"], count(&[" arr=∅"]));
+    assert_eq!(nulls["m"], count(&[" m=∅"]));
+    assert!(nulls.values().all(|&n| n > 10), "{nulls:?}");
+    // Written unshredded: a struct of two required binaries, nothing else.
+    let schema = parquet_schema(fixture, &table.files[0].path);
+    let v = schema.split("group v").nth(1).unwrap();
+    let v = &v[..v.find('}').unwrap()];
+    assert!(
+        v.contains("REQUIRED BYTE_ARRAY metadata") && v.contains("REQUIRED BYTE_ARRAY value"),
+        "{schema}"
+    );
+    assert!(!schema.contains("typed_value"), "{schema}");
+    // A second run has nothing to do.
+    let again = optimize(&location, options).unwrap();
+    assert_eq!(again.version, None);
+}
+
+#[test]
+fn variants_survive_compaction_byte_for_byte() {
+    let fixture = Fixture::copy("variant-spark");
+    check_rewrite(&fixture, &OptimizeOptions::default(), Some(2));
+}
+
+#[test]
+fn variants_survive_clustering_on_other_columns() {
+    let fixture = Fixture::copy("variant-spark");
+    let options = OptimizeOptions::default().with_plan(
+        PlanOptions::default()
+            .with_target_file_bytes(Some(8 << 10))
+            .with_clustering(Some(ClusterRequest::new(
+                Curve::Hilbert,
+                vec!["id".into(), "s.k".into()],
+            ))),
+    );
+    check_rewrite(&fixture, &options, None);
+}
+
+#[test]
+fn variants_are_neither_curve_nor_predicate_columns() {
+    let fixture = Fixture::copy("variant-spark");
+    for curve in ["--zorder", "--hilbert"] {
+        expect_error(
+            &fixture,
+            &["optimize", "{}", curve, "id,v"],
+            &["'v'", "is a variant, which has no order"],
+        );
+    }
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--hilbert", "s.w"],
+        &["s.w", "is a variant"],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--where", "v > 3"],
+        &["v", "variant"],
+    );
+    // The table itself is fine to inspect and report on: the variant has nullCount only.
+    let location = fixture.location();
+    let output = run(&["inspect", &location, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let inspect: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(inspect["feature_support"]["variantType"], "supported");
+    let output = run(&["report", &location, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["rows"], ROWS);
+    assert!(
+        report["columns"].get("v").is_none(),
+        "{}",
+        report["columns"]
+    );
+    assert!(
+        report["columns"].get("id").is_some(),
+        "{}",
+        report["columns"]
+    );
+}
+
+#[test]
+fn shredded_variant_files_are_refused_and_the_table_untouched() {
+    let fixture = Fixture::copy("variant-shredded-spark");
+    let location = fixture.location();
+    let table = load(&location);
+    // Spark shreds `s.w` (the same object in every row) in both files.
+    let shredded: Vec<&str> = table.files.iter().map(|f| f.path.as_str()).collect();
+    assert!(parquet_schema(&fixture, shredded[0]).contains("typed_value"));
+    let listing = fixture.listing();
+    let err = optimize(&location, &OptimizeOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("'s.w'")
+            && err.contains("shredded")
+            && shredded.iter().any(|p| err.contains(p)),
+        "{err}"
+    );
+    assert_eq!(fixture.listing(), listing);
+    // The CLI: exit 2, one line, nothing changed.
+    expect_error(
+        &fixture,
+        &["optimize", "{}"],
+        &["shredded (a typed_value field)", "s.w"],
+    );
+}
