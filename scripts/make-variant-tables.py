@@ -17,9 +17,11 @@ Two tables:
   strings long and short, numbers, decimals, dates, timestamps, booleans, binary, the
   variant null and SQL NULL), `s` struct<k long, w variant>, `arr` array<variant>,
   `m` map<string, variant>.
-* `variant-shredded-spark`: the same columns but `v` shredded (Spark's default when it
-  writes Parquet: a `typed_value` group beside `metadata` and `value`), 2 files, with
-  `variantShredding` enabled, both in partition `p=even` (so a compaction reads both).
+* `variant-shredded-spark`: the same columns written with shredding on (Spark's default
+  when it writes Parquet), 2 files, with `variantShredding` enabled, both in partition
+  `p=even` (so a compaction reads both). Spark shreds what has one shape in every row of a
+  file: `s.w` (the object `{"w": n}`) gets a `typed_value` group beside `metadata` and
+  `value`; `v`, whose values differ in type, stays unshredded.
 """
 
 import glob
