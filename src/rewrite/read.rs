@@ -589,6 +589,19 @@ fn check_unshredded(source: &Fields, path: &str) -> Result<()> {
             format!("stores variant column '{path}' {what}"),
         ));
     }
+    for required in [VARIANT_METADATA, VARIANT_VALUE] {
+        if !source
+            .iter()
+            .any(|f| f.name().eq_ignore_ascii_case(required))
+        {
+            return Err(Error::data_file(
+                "",
+                format!(
+                    "stores variant column '{path}' without its '{required}' binary, which every variant has (PROTOCOL.md \"Variant data in Parquet\")"
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -650,7 +663,8 @@ fn align_array(
                 .downcast_ref::<StructArray>()
                 .ok_or_else(|| Error::Internal("struct array expected".into()))?;
             let source_fields = source.fields().clone();
-            if crate::table::schema::is_unshredded_variant(target.data_type()) {
+            let variant = crate::table::schema::is_unshredded_variant(target.data_type());
+            if variant {
                 check_unshredded(&source_fields, path)?;
             }
             let children = target_fields
@@ -663,10 +677,21 @@ fn align_array(
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
-            Ok(Arc::new(
-                StructArray::try_new(target_fields.clone(), children, source.nulls().cloned())
-                    .map_err(|e| Error::arrow(context(), e))?,
-            ))
+            let array =
+                StructArray::try_new(target_fields.clone(), children, source.nulls().cloned());
+            Ok(Arc::new(array.map_err(|e| {
+                if variant {
+                    // A null binary in a variant that is not null: no valid Variant encoding.
+                    Error::data_file(
+                        "",
+                        format!(
+                            "stores variant column '{path}' with a null metadata or value binary in a variant that is not null, which is no valid variant ({e})"
+                        ),
+                    )
+                } else {
+                    Error::arrow(context(), e)
+                }
+            })?))
         }
         (ArrowType::List(target_item), ArrowType::List(_)) => {
             let source = array

@@ -245,31 +245,44 @@ pub async fn sweep(
     let table = TableView::load(location, None).await?;
     table.protocol.check_writable(&table.display_location())?;
     // Columns and predicates must fit the table before anything is built.
+    let leaves = table.data_leaf_columns();
     let known: Vec<String> = table
         .partition_columns
         .iter()
         .cloned()
-        .chain(
-            table
-                .data_leaf_columns()
-                .iter()
-                .map(crate::table::LeafColumn::display_name),
-        )
+        .chain(leaves.iter().map(crate::table::LeafColumn::display_name))
         .collect();
     for layout in &options.layouts {
         if let Layout::Curve { columns, .. } = layout {
             for column in columns {
+                let refused = |message: String| Error::UnknownColumn {
+                    column: column.clone(),
+                    setting: Some(crate::Setting::Layouts),
+                    message: format!("('{}') {message}", layout.name()),
+                };
                 if !known.iter().any(|k| k.eq_ignore_ascii_case(column)) {
-                    return Err(Error::UnknownColumn {
-                        column: column.clone(),
-                        setting: Some(crate::Setting::Layouts),
-                        message: format!(
-                            "('{}') does not exist in table '{}' (columns: {})",
-                            layout.name(),
-                            table.display_location(),
-                            known.join(", ")
-                        ),
-                    });
+                    return Err(refused(format!(
+                        "does not exist in table '{}' (columns: {})",
+                        table.display_location(),
+                        known.join(", ")
+                    )));
+                }
+                // A curve needs an order: the rule `optimize` applies (`plan::cluster`).
+                if let Some(leaf) = leaves
+                    .iter()
+                    .find(|l| l.display_name().eq_ignore_ascii_case(column))
+                {
+                    if matches!(leaf.data_type, deltalake::kernel::DataType::Variant(_)) {
+                        return Err(refused(
+                            "is a variant, which has no order (PROTOCOL.md \"Variant Data Type\": not a comparable type), so it cannot be a curve column".into(),
+                        ));
+                    }
+                    if !crate::pruning::is_orderable(&leaf.data_type) {
+                        return Err(refused(format!(
+                            "has type {}, which has no order, so it cannot be a curve column",
+                            leaf.data_type
+                        )));
+                    }
                 }
             }
         }

@@ -313,3 +313,104 @@ fn shredded_variant_files_are_refused_and_the_table_untouched() {
         &["shredded (a typed_value field)", "s.w"],
     );
 }
+
+/// A table of `id` and a variant `v` in two files: a good one, and `bad` as its second
+/// file's `v` (a struct array that is not a valid unshredded variant).
+fn table_with_bad_variant(root: &std::path::Path, bad: deltalake::arrow::array::ArrayRef) {
+    use crate::faults::{RawFile, parquet, raw_table};
+    use deltalake::arrow::array::{ArrayRef, BinaryArray, Int64Array};
+    use deltalake::arrow::datatypes::{DataType, Field, Fields};
+    use std::sync::Arc;
+    let binary = |v: Vec<&[u8]>| Arc::new(BinaryArray::from(v)) as ArrayRef;
+    // The variant integer 1 (primitive header 0x0c, int8) with an empty metadata dictionary.
+    let good = Arc::new(StructArray::new(
+        Fields::from(vec![
+            Field::new("metadata", DataType::Binary, false),
+            Field::new("value", DataType::Binary, false),
+        ]),
+        vec![
+            binary(vec![&[1, 0, 0], &[1, 0, 0]]),
+            binary(vec![&[12, 1], &[12, 1]]),
+        ],
+        None,
+    )) as ArrayRef;
+    let ids = |a: i64| Arc::new(Int64Array::from(vec![a, a + 1])) as ArrayRef;
+    raw_table(
+        root,
+        serde_json::json!({"minReaderVersion": 3, "minWriterVersion": 7,
+            "readerFeatures": ["variantType"], "writerFeatures": ["variantType"]}),
+        serde_json::json!([
+            {"name": "id", "type": "long", "nullable": false, "metadata": {}},
+            {"name": "v", "type": "variant", "nullable": true, "metadata": {}},
+        ]),
+        &[],
+        serde_json::json!({}),
+        Vec::new(),
+        vec![
+            RawFile::plain("good.parquet", parquet(vec![("id", ids(0)), ("v", good)])),
+            RawFile::plain("bad.parquet", parquet(vec![("id", ids(2)), ("v", bad)])),
+        ],
+    );
+}
+
+#[test]
+fn malformed_variant_structs_are_refused_naming_the_file() {
+    use deltalake::arrow::array::{ArrayRef, BinaryArray};
+    use deltalake::arrow::datatypes::{DataType, Field, Fields};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    // `value` null in a variant that is not null; a variant without `value`.
+    let null_value = Arc::new(StructArray::new(
+        Fields::from(vec![
+            Field::new("metadata", DataType::Binary, false),
+            Field::new("value", DataType::Binary, true),
+        ]),
+        vec![
+            Arc::new(BinaryArray::from(vec![&[1u8, 0, 0][..], &[1, 0, 0]])) as ArrayRef,
+            Arc::new(BinaryArray::from(vec![Some(&[12u8, 1][..]), None])) as ArrayRef,
+        ],
+        None,
+    )) as ArrayRef;
+    let no_value = Arc::new(StructArray::new(
+        Fields::from(vec![Field::new("metadata", DataType::Binary, false)]),
+        vec![Arc::new(BinaryArray::from(vec![&[1u8, 0, 0][..], &[1, 0, 0]])) as ArrayRef],
+        None,
+    )) as ArrayRef;
+    for (name, bad, needle) in [
+        (
+            "null-value",
+            null_value,
+            "with a null metadata or value binary",
+        ),
+        ("no-value", no_value, "without its 'value' binary"),
+    ] {
+        let root = dir.path().join(name);
+        table_with_bad_variant(&root, bad);
+        let fixture = Fixture::at(&root);
+        expect_error(
+            &fixture,
+            &["optimize", "{}"],
+            &["bad.parquet", "variant column 'v'", needle],
+        );
+    }
+}
+
+#[test]
+fn sweep_refuses_a_variant_layout_column_naming_the_layout() {
+    let fixture = Fixture::copy("variant-spark");
+    for layout in ["zorder:v", "hilbert:id,s.w"] {
+        expect_error(
+            &fixture,
+            &[
+                "sweep",
+                "{}",
+                "--target-sizes",
+                "16KiB",
+                "--layout",
+                layout,
+                "-q",
+            ],
+            &["--layout", layout, "is a variant, which has no order"],
+        );
+    }
+}
