@@ -229,6 +229,20 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
         "operationMetrics".to_string(),
         metrics.to_operation_metrics(),
     );
+    // The cut trees the written files were laid out by, so a later run routes new rows
+    // through them (crate::plan::cuts, "Recording").
+    let trees: Vec<Value> = plan
+        .partitions
+        .iter()
+        .filter_map(|p| p.cut_tree.as_ref())
+        .filter_map(|t| serde_json::to_value(t).ok())
+        .collect();
+    if !trees.is_empty() {
+        info.insert(
+            crate::plan::cuts::COMMIT_INFO_CUT_TREES.to_string(),
+            Value::Array(trees),
+        );
+    }
     info.insert(
         COMMIT_INFO_RUN_ID.to_string(),
         Value::String(plan.run_id.clone()),
@@ -263,7 +277,7 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
                 Value::String(
                     plan.clustering
                         .as_ref()
-                        .map_or("none", |c| c.curve.name())
+                        .map_or("none", |c| c.layout_name())
                         .to_string(),
                 ),
             ),

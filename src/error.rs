@@ -1,7 +1,8 @@
 //! The library's error type, grouped by who must act on it.
 //!
 //! * **Bad input** (the user fixes the command line): [`Error::InvalidOption`],
-//!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`], [`Error::WorkOrder`].
+//!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`], [`Error::InvalidWorkload`],
+//!   [`Error::WorkOrder`].
 //! * **Table state** (the user or another writer changed or owns the table):
 //!   [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
 //!   [`Error::ConcurrentModification`], [`Error::CommitStopped`], [`Error::CommitOutcomeUnknown`],
@@ -71,6 +72,18 @@ pub enum Error {
         message: String,
     },
 
+    /// A workload file ([`crate::workload`]) has a line that cannot be used: a bad weight, a
+    /// predicate that does not parse or does not fit the table. Names the file and the line
+    /// (line 0: the file as a whole).
+    #[error("workload '{file}'{} {message}", if *line > 0 { format!(" line {line}:") } else { String::new() })]
+    InvalidWorkload {
+        /// The workload's source, as a file name.
+        file: String,
+        /// The 1-based line at fault; 0 for the whole file.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A work order or a bin result ([`crate::workorder`]) that cannot be used: unreadable,
     /// of an unknown format version, altered since it was made, or not belonging to the plan
     /// it is given with. Names the document and what is wrong with it.
@@ -297,6 +310,12 @@ pub enum Setting {
     Scratch,
     /// The file of predicates to measure.
     PredicateFile,
+    /// The workload file: weighted predicates a layout is chosen, built or scored for.
+    Workload,
+    /// The share of a workload's queries held out to score a recommendation.
+    Holdout,
+    /// What a query pays to open one file, in bytes read (`recommend`'s cost model).
+    FileCost,
     /// The layouts `sweep` tries.
     Layouts,
     /// The share of rows `sweep` builds from.
@@ -343,6 +362,9 @@ impl std::fmt::Display for Setting {
             Setting::UniqueColumns => "the unique columns",
             Setting::Scratch => "the scratch directory",
             Setting::PredicateFile => "the predicate file",
+            Setting::Workload => "the workload",
+            Setting::Holdout => "the holdout share",
+            Setting::FileCost => "the cost of opening a file",
             Setting::Layouts => "the layouts",
             Setting::Sample => "the sample",
             Setting::TargetSizes => "the target sizes",

@@ -226,6 +226,65 @@ pub async fn history(
     })
 }
 
+/// The cut trees named `ids` ([`crate::plan::cuts::CutTree::id`]), read from the
+/// `commitInfo` of the commits that laid files out by them
+/// ([`crate::plan::cuts::COMMIT_INFO_CUT_TREES`]), newest commit first; the reading stops
+/// once every tree is found. A tree whose commits were cleaned up from the log is missing
+/// from the result, and so is one whose JSON does not read back as a tree.
+///
+/// # Errors
+/// [`Error::Delta`] when a commit file cannot be read; [`Error::DamagedLog`] when one holds
+/// a line that is not JSON.
+pub async fn cut_trees(
+    table: &TableView,
+    ids: &std::collections::BTreeSet<String>,
+) -> Result<std::collections::BTreeMap<String, crate::plan::cuts::CutTree>> {
+    let mut found = std::collections::BTreeMap::new();
+    if ids.is_empty() {
+        return Ok(found);
+    }
+    let store = table.log_store.clone();
+    let mut commits = futures::stream::iter((0..=table.version).rev())
+        .map(|version| {
+            let store = store.clone();
+            async move {
+                let bytes = store.read_commit_entry(version).await.map_err(|e| {
+                    Error::delta(format!("reading the commit of version {version}"), e)
+                })?;
+                Ok::<_, Error>((version, bytes))
+            }
+        })
+        .buffered(READS_IN_FLIGHT);
+    while found.len() < ids.len() {
+        let Some((version, bytes)) = commits.try_next().await? else {
+            break;
+        };
+        let Some(bytes) = bytes else { break };
+        let info = commit_info(&bytes).map_err(|message| Error::DamagedLog {
+            table: table.display_location(),
+            file: format!("_delta_log/{version:020}.json"),
+            message,
+        })?;
+        let Some(trees) = info
+            .as_ref()
+            .and_then(|i| i.get(crate::plan::cuts::COMMIT_INFO_CUT_TREES))
+            .and_then(Value::as_array)
+        else {
+            continue;
+        };
+        for tree in trees {
+            let Ok(tree) = serde_json::from_value::<crate::plan::cuts::CutTree>(tree.clone())
+            else {
+                continue;
+            };
+            if ids.contains(&tree.id) && tree.validate().is_ok() {
+                found.entry(tree.id.clone()).or_insert(tree);
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// A column list: a JSON list in a string (`"[\"a\",\"b\"]"`, as Spark writes
 /// `zOrderBy`) or a JSON list.
 fn column_list(value: &Value) -> Vec<String> {

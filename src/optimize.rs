@@ -8,157 +8,20 @@
 //! committed unless every bin succeeded.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::commit::{self, FileSizeMetrics};
 use crate::error::{Error, Result};
-use crate::plan::{self, Plan, PlanOptions};
+use crate::plan::{self, Plan};
+pub use crate::prepare::OptimizeOptions;
+use crate::prepare::plan_sized;
 use crate::progress::{Phase, Progress, Scope};
-use crate::rewrite::{self, BinOutcome, RewriteContext, WrittenFile, read::Reader};
+use crate::rewrite::{self, BinOutcome, WrittenFile, read::Reader};
 use crate::table::TableView;
 use crate::workorder::{OrderSettings, WorkOrder};
-
-/// Options of the `optimize` job.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct OptimizeOptions {
-    pub(crate) cancel: Arc<AtomicBool>,
-    pub(crate) dry_run: bool,
-    pub(crate) single_round: bool,
-    pub(crate) memory_limit_bytes: Option<u64>,
-    pub(crate) plan: PlanOptions,
-    pub(crate) spill_directory: Option<std::path::PathBuf>,
-    pub(crate) verify: bool,
-    pub(crate) threads: usize,
-    pub(crate) read_concurrency: Option<usize>,
-    pub(crate) sample: Option<(f64, u64)>,
-    pub(crate) codec: rewrite::write::Codec,
-    pub(crate) files_of: Option<TableView>,
-    pub(crate) work_order: bool,
-}
-
-impl OptimizeOptions {
-    /// The Parquet compression of written files (`--compression`). Defaults to zstd at
-    /// [`rewrite::write::DEFAULT_ZSTD_LEVEL`].
-    #[must_use]
-    pub fn with_codec(mut self, codec: rewrite::write::Codec) -> Self {
-        self.codec = codec;
-        self
-    }
-
-    /// The planning options (target size, candidates, `--where`). Defaults to
-    /// [`PlanOptions::default`].
-    #[must_use]
-    pub fn with_plan(mut self, plan: PlanOptions) -> Self {
-        self.plan = plan;
-        self
-    }
-
-    /// Worker threads of the rewrite pool; 0 (the default, [`rewrite::DEFAULT_THREADS`])
-    /// means one per core. At most [`rewrite::MAX_THREADS`]; the pool never has more threads
-    /// than the plan has bins.
-    #[must_use]
-    pub fn with_threads(mut self, threads: usize) -> Self {
-        self.threads = threads;
-        self
-    }
-
-    /// Files a compaction worker fetches at once (`--read-concurrency`): a bounded prefetch of
-    /// at most this many files and [`rewrite::read::PREFETCH_BYTES`] at once (or one larger file).
-    /// Defaults to [`rewrite::read::DEFAULT_READ_CONCURRENCY`]; 0 counts as 1.
-    #[must_use]
-    pub fn with_read_concurrency(mut self, files: usize) -> Self {
-        self.read_concurrency = Some(files.max(1));
-        self
-    }
-
-    /// A flag that cancels the run when set (the binary sets it on Ctrl-C and SIGTERM): the
-    /// workers check it between decoded batches, key computations, routed batches and
-    /// written chunks of rows, so a run stops within about a second; the written files are
-    /// deleted and the run returns [`Error::Cancelled`] instead of committing. A commit
-    /// already under way is not interrupted. Defaults to a flag nobody sets.
-    #[must_use]
-    pub fn with_cancel(mut self, cancel: Arc<AtomicBool>) -> Self {
-        self.cancel = cancel;
-        self
-    }
-
-    /// The memory a clustering run may buffer, bytes (Arrow memory of the rows it holds). A
-    /// partition that does not fit is clustered out of core: rows are routed to per-range
-    /// spill files, then each range is sorted and written on its own. Defaults to
-    /// [`default_memory_limit_bytes`], a quarter of physical memory.
-    #[must_use]
-    pub fn with_memory_limit(mut self, bytes: Option<u64>) -> Self {
-        self.memory_limit_bytes = bytes;
-        self
-    }
-
-    /// Where out-of-core clustering puts its spill files (in a fresh subdirectory, removed
-    /// on success and on failure). Defaults to the system's temporary directory.
-    #[must_use]
-    pub fn with_spill_directory(mut self, directory: Option<std::path::PathBuf>) -> Self {
-        self.spill_directory = directory;
-        self
-    }
-
-    /// Compact in one round ([`MAX_COMPACTION_ROUNDS`] later rounds otherwise, see
-    /// [`rewrite()`]): the run writes exactly what its plan says, as work orders do, and small
-    /// files its bins left stay for the next run. Defaults to false.
-    #[must_use]
-    pub fn with_single_round(mut self, single_round: bool) -> Self {
-        self.single_round = single_round;
-        self
-    }
-
-    /// Plan only: write nothing. Defaults to false.
-    #[must_use]
-    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
-        self.dry_run = dry_run;
-        self
-    }
-
-    /// Reads the files the table names by absolute URI inside `source`'s root (data files and
-    /// `p` deletion vectors) from `source`'s object store: a `sweep` scratch table of a table
-    /// in an object store refers to the source's files this way (PROTOCOL.md "Add File and
-    /// Remove File": paths may be absolute URIs, as in shallow clones).
-    #[must_use]
-    pub fn with_files_of(mut self, source: Option<TableView>) -> Self {
-        self.files_of = source;
-        self
-    }
-
-    /// Keeps a seeded uniform sample of the rows: each live row independently with
-    /// probability `fraction` (by a hash of the file path, the row's index and `seed`, so a
-    /// rerun keeps the same rows). For `sweep` experiments on scratch copies only: the
-    /// rows written are then not the rows read. `None` (the default) keeps every row.
-    #[must_use]
-    pub fn with_sample(mut self, sample: Option<(f64, u64)>) -> Self {
-        self.sample = sample;
-        self
-    }
-
-    /// Keeps the run as a work order in [`OptimizeOutcome::work_order`]: the document `plan`
-    /// writes (a [`WorkOrder`] of the same plan, settings and input files), which `execute`
-    /// and `commit` accept as it is (`optimize --json` prints it as `plan`). Off by default: it
-    /// copies every input file's `add` action.
-    #[must_use]
-    pub fn with_work_order(mut self, keep: bool) -> Self {
-        self.work_order = keep;
-        self
-    }
-
-    /// Fingerprints the rows read and the rows written, per partition, before committing,
-    /// and refuses to commit on any difference ([`Rewritten::verify`]). Off by default:
-    /// it reads every written file back.
-    #[must_use]
-    pub fn with_verify(mut self, verify: bool) -> Self {
-        self.verify = verify;
-        self
-    }
-}
 
 /// What a run did.
 #[derive(Debug, Clone, Serialize)]
@@ -451,7 +314,7 @@ pub async fn rewrite(
     );
     let plan = outcome.plan.clone();
     let (table, reader, result, progress) =
-        write_bins(table, plan, options, reader, progress).await?;
+        rewrite::write_bins(table, plan, &options.execution(), reader, progress).await?;
     let (left_alone, outcomes): (Vec<BinOutcome>, Vec<BinOutcome>) =
         result?.into_iter().partition(|o| o.left_alone);
     let mut outcome = outcome;
@@ -653,10 +516,10 @@ async fn compact_again(
             plan.num_input_files()
         );
         progress.start(plan.bins().count(), plan.input_bytes());
-        let written = write_bins(
+        let written = rewrite::write_bins(
             view.clone(),
             plan,
-            options,
+            &options.execution(),
             reader.clone(),
             progress.clone(),
         )
@@ -786,150 +649,3 @@ async fn delete_outcomes(reader: &Reader, outcomes: &[BinOutcome]) {
     }
 }
 
-/// Plans `table` with `options`' plan options, bins and clustering ranges sized by the
-/// output ratio ([`PlanOptions::with_output_ratio`]): the one given, else the one
-/// [`rewrite::estimate`] measures on a sample of the candidate files (read with the run's
-/// settings, written in memory with its codec), then planned again with it. Shared by
-/// `optimize` and the work orders' `plan`.
-///
-/// # Errors
-/// Everything [`plan::plan`] returns; the read errors of the sampled files.
-pub(crate) async fn plan_sized(table: &TableView, options: &OptimizeOptions) -> Result<Plan> {
-    if options.plan.output_ratio().is_some() {
-        return plan::plan(table, &options.plan);
-    }
-    // The sample is drawn from a plan at the smallest ratio: every candidate of a partition in
-    // one bin, so that candidates a plan by input bytes would leave alone (each alone in its
-    // bin) are measured too.
-    let first = plan::plan(
-        table,
-        &options
-            .plan
-            .clone()
-            .with_output_ratio(Some(rewrite::estimate::MIN_RATIO)),
-    )?;
-    if first.is_empty() {
-        return plan::plan(table, &options.plan);
-    }
-    let mut reader = Reader::for_table(table)?;
-    reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
-    reader.cancel = Some(options.cancel.clone());
-    let codec = options.codec;
-    let ratio = {
-        let table = table.clone();
-        tokio::task::spawn_blocking(move || {
-            rewrite::estimate::output_ratio(&table, &first, &reader, codec)
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("the output size estimate failed: {e}")))??
-    };
-    plan::plan(
-        table,
-        &options
-            .plan
-            .clone()
-            .with_output_ratio(Some(ratio.unwrap_or(1.0))),
-    )
-}
-
-/// The execute step shared by `optimize` and the work orders' `execute`: writes the new files
-/// of every bin of `plan` (bins index `table.files`) with the execution settings of
-/// `options` (threads, read concurrency, memory limit, spill directory, codec, cancel flag).
-/// Runs the CPU work on a blocking thread. Returns the table, reader and progress back with
-/// the bins' outcomes; on a bin error every file written has been deleted.
-///
-/// # Errors
-/// [`Error::InvalidOption`] for an unusable stats-columns table property, and
-/// [`Error::Internal`] when the blocking task cannot run; bin errors are in the returned
-/// result.
-pub(crate) async fn write_bins(
-    table: TableView,
-    plan: Plan,
-    options: &OptimizeOptions,
-    reader: Reader,
-    progress: Arc<dyn Progress>,
-) -> Result<(
-    TableView,
-    Reader,
-    Result<Vec<BinOutcome>>,
-    Arc<dyn Progress>,
-)> {
-    // Clustering columns always get stats (PROTOCOL.md "Clustered Table" requires them, and
-    // skipping needs them), even past delta.dataSkippingNumIndexedCols.
-    let mut leaves = rewrite::stats::indexed_columns(&table)?;
-    if let Some(clustering) = &plan.clustering {
-        for leaf in &clustering.leaves {
-            if !leaves.iter().any(|l| l.physical == leaf.physical) {
-                leaves.push(leaf.clone());
-            }
-        }
-    }
-    // Leftovers of runs that were killed: spill directories of dead processes, and (on a
-    // local table) commit and upload staging files older than an hour.
-    if plan.clustering.is_some() {
-        let parent = options
-            .spill_directory
-            .clone()
-            .unwrap_or_else(std::env::temp_dir);
-        let removed = rewrite::leftovers::remove_dead_spill_directories(&parent);
-        if removed > 0 {
-            log::info!("removed {removed} spill directories of runs that died");
-        }
-    }
-    if let Ok(root) = table.location.to_file_path() {
-        rewrite::leftovers::remove_stale_commit_staging(&root, rewrite::leftovers::STAGING_MAX_AGE);
-        let removed = rewrite::leftovers::remove_stale_upload_staging(
-            &root,
-            rewrite::leftovers::STAGING_MAX_AGE,
-        );
-        if removed > 0 {
-            log::info!("removed {removed} upload staging files of runs that died");
-        }
-    }
-    let context = RewriteContext {
-        read_concurrency: options
-            .read_concurrency
-            .unwrap_or(rewrite::read::DEFAULT_READ_CONCURRENCY),
-        leaves,
-        with_tight_bounds: table
-            .protocol
-            .effective_features()
-            .iter()
-            .any(|f| f == "deletionVectors"),
-        threads: options.threads,
-        cancel: options.cancel.clone(),
-        memory_limit_bytes: options
-            .memory_limit_bytes
-            .unwrap_or_else(default_memory_limit_bytes),
-        spill_directory: options.spill_directory.clone(),
-        codec: options.codec,
-        reader,
-    };
-    let task = tokio::task::spawn_blocking(move || {
-        let result = rewrite::execute(&table, &plan, &context, progress.as_ref());
-        progress.finish();
-        (table, context, result, progress)
-    });
-    let (table, context, result, progress) = task
-        .await
-        .map_err(|e| Error::Internal(format!("the rewrite task failed: {e}")))?;
-    Ok((table, context.reader, result, progress))
-}
-
-/// Fallback physical memory when `/proc/meminfo` cannot be read: 8 GiB.
-pub const FALLBACK_PHYSICAL_MEMORY_BYTES: u64 = 8 << 30;
-
-/// The default clustering memory budget: a quarter of physical memory (`MemTotal` of
-/// `/proc/meminfo`; [`FALLBACK_PHYSICAL_MEMORY_BYTES`] where that cannot be read).
-#[must_use]
-pub fn default_memory_limit_bytes() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(FALLBACK_PHYSICAL_MEMORY_BYTES, |kib| kib * 1024);
-    total / 4
-}

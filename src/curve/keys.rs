@@ -193,6 +193,37 @@ impl Reservoir {
         self.seen
     }
 
+    /// The sampled values of a `UInt32` column, in sample order (the leaves a cut tree
+    /// routed the sampled rows to, drawn beside the clustering columns' reservoirs).
+    ///
+    /// # Errors
+    /// [`Error::Internal`] for a reservoir of another type or holding a null.
+    pub fn into_u32(self) -> Result<Vec<u32>> {
+        if self.data_type != DataType::UInt32 {
+            return Err(Error::Internal(format!(
+                "a reservoir of {} read as UInt32",
+                self.data_type
+            )));
+        }
+        let rows = self
+            .values
+            .iter()
+            .map(|v| {
+                v.as_ref()
+                    .map(OwnedRow::row)
+                    .ok_or_else(|| Error::Internal("a null in a reservoir of leaves".into()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let arrays = self
+            .converter
+            .convert_rows(rows)
+            .map_err(|e| Error::arrow("reading sampled leaves", e))?;
+        let array = arrays
+            .first()
+            .ok_or_else(|| Error::Internal("no column decoded".into()))?;
+        Ok(array.as_primitive::<UInt32Type>().values().to_vec())
+    }
+
     /// Turns the sample into bucket boundaries with at most `2^bits` buckets.
     #[must_use]
     pub fn into_buckets(self, bits: u32) -> ColumnBuckets {

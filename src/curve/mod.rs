@@ -86,7 +86,14 @@ impl Curve {
     /// itself, a plain sort.
     #[must_use]
     pub fn key(self, buckets: &[u32]) -> u64 {
-        let bits = bits_per_dimension(buckets.len());
+        self.key_with_bits(buckets, bits_per_dimension(buckets.len()))
+    }
+
+    /// The key of one row from its bucket numbers, each below `2^bits`, with
+    /// `buckets.len() * bits <= 64`: a cut tree keeps the key's top bits for its leaf
+    /// ([`crate::plan::cuts::CutTree::curve_bits`]).
+    #[must_use]
+    pub fn key_with_bits(self, buckets: &[u32], bits: u32) -> u64 {
         match self {
             Curve::ZOrder => zorder::interleave(buckets, bits),
             Curve::Hilbert => hilbert::index(buckets, bits),

@@ -23,11 +23,16 @@
 //! delta-layout`, and files another implementation clustered (another provider) are never
 //! reclustered, as PROTOCOL.md "Clustered Table" requires.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
+use super::cuts::CutTree;
 use crate::curve::{Curve, MAX_DIMENSIONS};
 use crate::error::{Error, Result};
 use crate::table::{DataFile, LeafColumn, TableView};
+use crate::workload::Workload;
 
 pub use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
 
@@ -37,13 +42,21 @@ pub const CLUSTERING_PROVIDER: &str = "delta-layout";
 /// Default size at which a cube is sealed: 100 GiB.
 pub const DEFAULT_CUBE_BYTES: u64 = 100 << 30;
 
-/// What the user asked for: a curve over named columns (dotted paths for nested fields).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the user asked for: a curve over named columns (dotted paths for nested fields), or
+/// a cut tree along a workload ([`ClusterRequest::cuts`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClusterRequest {
-    /// The curve.
+    /// The curve (inside each leaf, for a cut tree).
     pub curve: Curve,
-    /// Column names as given.
+    /// Column names as given (of the curve inside each leaf, for a cut tree).
     pub columns: Vec<String>,
+    /// Lay the rows out by a cut tree fitted to this workload ([`super::cuts`]) instead of
+    /// a curve alone; `None` for a curve.
+    pub workload: Option<Arc<Workload>>,
+    /// Cut trees of earlier runs by id ([`super::cuts::CutTree::id`]), read back from the
+    /// log's `commitInfo`: a partition laid out by one built for the same workload routes
+    /// its new rows through it. Empty: every partition gets a new tree.
+    pub known_trees: BTreeMap<String, CutTree>,
     /// Cubes this large (bytes) are sealed and left alone; `None` for
     /// [`DEFAULT_CUBE_BYTES`].
     pub cube_bytes: Option<u64>,
@@ -58,8 +71,22 @@ impl ClusterRequest {
         Self {
             curve,
             columns,
+            workload: None,
+            known_trees: BTreeMap::new(),
             cube_bytes: None,
             full: false,
+        }
+    }
+
+    /// A request for a cut tree fitted to `workload`, rows ordered inside each leaf by a
+    /// Hilbert curve over the workload's most used data columns
+    /// ([`super::cuts::curve_columns`], chosen when the request is resolved against the
+    /// table).
+    #[must_use]
+    pub fn cuts(workload: Workload) -> Self {
+        Self {
+            workload: Some(Arc::new(workload)),
+            ..Self::new(Curve::Hilbert, Vec::new())
         }
     }
 }
@@ -133,9 +160,114 @@ pub struct Clustering {
     /// `Some(CLUSTERING_PROVIDER)` on tables with the `clustering` feature: written files carry
     /// it, and files of other providers are never reclustered.
     pub provider: Option<String>,
+    /// For a cut tree: the [`Workload::digest`] of its workload (the curve then orders rows
+    /// inside each leaf). `None` for a curve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_digest: Option<String>,
+    /// For a cut tree: the workload new trees are built for (kept by the planning process
+    /// only: work orders carry the trees themselves, in [`super::PartitionPlan::cut_tree`]).
+    #[serde(skip)]
+    pub workload: Option<Arc<Workload>>,
+    /// For a cut tree: the trees of earlier runs, by id (see [`ClusterRequest::known_trees`]).
+    #[serde(skip)]
+    pub known_trees: BTreeMap<String, CutTree>,
+}
+
+/// Which files of one partition a clustering run rewrites, and for a cut tree, the tree an
+/// earlier run laid them out by, when new rows are routed through it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Selected {
+    /// Indices into the table's files, ascending; empty when the partition is left alone.
+    pub files: Vec<usize>,
+    /// The cut tree to route the rows through (an earlier run's); `None`: a curve, or a new
+    /// tree to build.
+    pub tree: Option<CutTree>,
 }
 
 impl Clustering {
+    /// The layout's name in tags (`ZCUBE_ZORDER_CURVE`), commits and reports: the curve's
+    /// ([`Curve::name`]), or [`super::cuts::CUTS_NAME`] for a cut tree.
+    #[must_use]
+    pub fn layout_name(&self) -> &'static str {
+        if self.workload_digest.is_some() {
+            super::cuts::CUTS_NAME
+        } else {
+            self.curve.name()
+        }
+    }
+
+    /// Whether rows are laid out by a cut tree.
+    #[must_use]
+    pub fn is_cuts(&self) -> bool {
+        self.workload_digest.is_some()
+    }
+
+    /// The files of one partition (`(index, file)`) a cut-tree run rewrites:
+    /// 1. files of other clustering providers are left out (as for curves);
+    /// 2. the partition's tree is the known tree ([`Clustering::known_trees`]) of the same
+    ///    workload that laid out the most bytes of it (files tagged [`super::cuts::TAG_CUT_TREE`],
+    ///    without a deletion vector);
+    /// 3. without such a tree, or with `full`, every file is rewritten along a new tree;
+    /// 4. with one, and no other file, the partition is left alone (a second run does
+    ///    nothing); with other files (new rows), those and the tree's files smaller than
+    ///    `min_file_bytes` are routed through the same tree, so each leaf absorbs its new
+    ///    rows and its files stay within it.
+    #[must_use]
+    pub fn select_cuts(&self, files: &[(usize, &DataFile)], min_file_bytes: u64) -> Selected {
+        let files: Vec<(usize, &DataFile)> = files
+            .iter()
+            .copied()
+            .filter(|(_, f)| {
+                self.provider.is_none()
+                    || f.clustering_provider.is_none()
+                    || f.clustering_provider == self.provider
+            })
+            .collect();
+        let all = || files.iter().map(|(i, _)| *i).collect::<Vec<_>>();
+        if self.full {
+            return Selected {
+                files: all(),
+                tree: None,
+            };
+        }
+        let tree_of = |f: &DataFile| -> Option<&CutTree> {
+            let id = f.tags.get(super::cuts::TAG_CUT_TREE).cloned().flatten()?;
+            if f.deletion_vector.is_some() {
+                return None;
+            }
+            self.known_trees
+                .get(&id)
+                .filter(|t| Some(&t.workload) == self.workload_digest.as_ref())
+        };
+        let mut bytes: BTreeMap<&str, u64> = BTreeMap::new();
+        for (_, f) in &files {
+            if let Some(tree) = tree_of(f) {
+                *bytes.entry(tree.id.as_str()).or_default() += f.size_bytes;
+            }
+        }
+        let Some((&id, _)) = bytes.iter().max_by_key(|(id, b)| (**b, std::cmp::Reverse(**id)))
+        else {
+            return Selected {
+                files: all(),
+                tree: None,
+            };
+        };
+        let in_tree = |f: &DataFile| tree_of(f).is_some_and(|t| t.id == id);
+        if files.iter().all(|(_, f)| in_tree(f)) {
+            return Selected::default();
+        }
+        let mut selected: Vec<usize> = files
+            .iter()
+            .filter(|(_, f)| !in_tree(f) || f.size_bytes < min_file_bytes)
+            .map(|(i, _)| *i)
+            .collect();
+        selected.sort_unstable();
+        Selected {
+            files: selected,
+            tree: self.known_trees.get(id).cloned(),
+        }
+    }
+
     /// The `ZCUBE_ZORDER_BY` value: the JSON list of the columns.
     #[must_use]
     pub fn columns_json(&self) -> String {
@@ -167,7 +299,7 @@ impl Clustering {
             let cube = tag(file, TAG_CUBE_ID).filter(|_| {
                 file.deletion_vector.is_none()
                     && tag(file, TAG_CUBE_COLUMNS).as_deref() == Some(columns.as_str())
-                    && tag(file, TAG_CUBE_CURVE).as_deref() == Some(self.curve.name())
+                    && tag(file, TAG_CUBE_CURVE).as_deref() == Some(self.layout_name())
             });
             match cube {
                 Some(id) => {
@@ -199,9 +331,37 @@ impl Clustering {
 /// [`MAX_DIMENSIONS`]; [`Error::UnknownColumn`] naming the column for a duplicate, a partition
 /// column, an unknown column, or a column of a type without order (struct, map, array).
 pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering> {
-    let setting = crate::Setting::CurveColumns(request.curve);
-    let requested = request
-        .columns
+    let setting = if request.workload.is_some() {
+        crate::Setting::Workload
+    } else {
+        crate::Setting::CurveColumns(request.curve)
+    };
+    if request.workload.is_some()
+        && let Some(declared) = &table.clustering_columns
+    {
+        return Err(Error::invalid_option(
+            setting,
+            format!(
+                "the table declares clustering columns {} (liquid clustering), so its layout is that clustering; a cut tree would replace it",
+                declared.join(", ")
+            ),
+        ));
+    }
+    // A cut tree orders rows inside its leaves by the workload's most used columns.
+    let names: Vec<String> = match &request.workload {
+        Some(workload) if request.columns.is_empty() => {
+            let names = super::cuts::curve_columns(table, workload)?;
+            if names.is_empty() {
+                return Err(Error::invalid_option(
+                    setting,
+                    "filters partition columns only: files never straddle partitions, so there is nothing to cut; name data columns in its predicates",
+                ));
+            }
+            names
+        }
+        _ => request.columns.clone(),
+    };
+    let requested = names
         .iter()
         .map(|name| {
             crate::column::parse_path(name)
@@ -223,21 +383,21 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
             ));
         }
     }
-    if request.columns.is_empty() {
+    if names.is_empty() {
         return Err(Error::invalid_option(setting, "needs at least one column"));
     }
-    if request.columns.len() > MAX_DIMENSIONS {
+    if names.len() > MAX_DIMENSIONS {
         return Err(Error::invalid_option(
             setting,
             format!(
                 "takes at most {MAX_DIMENSIONS} columns, {} were given",
-                request.columns.len()
+                names.len()
             ),
         ));
     }
     let leaves = table.data_leaf_columns();
     let mut resolved: Vec<LeafColumn> = Vec::new();
-    for (name, path) in request.columns.iter().zip(&requested) {
+    for (name, path) in names.iter().zip(&requested) {
         let name = name.trim();
         let unknown = |message: String| Error::UnknownColumn {
             column: name.to_string(),
@@ -323,6 +483,9 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
             .iter()
             .any(|f| f == "clustering")
             .then(|| CLUSTERING_PROVIDER.to_string()),
+        workload_digest: request.workload.as_ref().map(|w| w.digest()),
+        workload: request.workload.clone(),
+        known_trees: request.known_trees.clone(),
     })
 }
 

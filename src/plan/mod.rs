@@ -10,6 +10,7 @@
 
 pub mod binpack;
 pub mod cluster;
+pub mod cuts;
 pub mod directory;
 
 use std::collections::BTreeMap;
@@ -239,6 +240,11 @@ impl PlanOptions {
         self
     }
 
+    /// The clustering request, to complete it (the trees of earlier runs).
+    pub(crate) fn clustering_mut(&mut self) -> Option<&mut cluster::ClusterRequest> {
+        self.clustering.as_mut()
+    }
+
     /// Checks the options on their own.
     ///
     /// # Errors
@@ -362,6 +368,12 @@ pub struct PartitionPlan {
     pub directory: String,
     /// The bins, in order of their first file.
     pub bins: Vec<Bin>,
+    /// With a cut tree ([`cluster::Clustering::is_cuts`]): the tree the partition's rows are
+    /// routed through, an earlier run's or one built for this run
+    /// ([`crate::prepare::plan_sized`] builds the missing ones from a sample of the rows).
+    /// Left out of the JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_tree: Option<cuts::CutTree>,
 }
 
 /// What a run will rewrite. Produced by [`plan`], consumed by the rewrite stage.
@@ -456,11 +468,30 @@ impl Bin {
                 1.0 / files as f64
             }
         };
-        (1..files)
-            .map(|k| k as f64 * share)
-            .filter(|&at| at > 0.0 && at < 1.0)
-            .collect()
+        shares(files, share)
     }
+}
+
+/// Positions `k * share` in `(0, 1)` for `k` in `1..files`.
+#[expect(clippy::cast_precision_loss, reason = "file counts far below 2^52")]
+fn shares(files: u64, share: f64) -> Vec<f64> {
+    (1..files)
+        .map(|k| k as f64 * share)
+        .filter(|&at| at > 0.0 && at < 1.0)
+        .collect()
+}
+
+/// Where `total_bytes` of sorted output are cut into files of about `target_bytes`: the
+/// positions in `(0, 1)` of the rows between the files [`output_files`] makes (equal files,
+/// or one of the target and a remainder). Empty for one file.
+#[must_use]
+#[expect(clippy::cast_precision_loss, reason = "byte counts far below 2^52, a position")]
+pub fn range_shares(total_bytes: u64, target_bytes: u64) -> Vec<f64> {
+    if total_bytes == 0 {
+        return Vec::new();
+    }
+    let cut = output_files(total_bytes, target_bytes);
+    shares(cut.files, cut.file_bytes as f64 / total_bytes as f64)
 }
 
 impl Plan {
@@ -647,10 +678,17 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
             continue;
         }
         num_partitions_selected += 1;
+        let mut cut_tree = None;
         let packed = if let Some(clustering) = &clustering {
             let files: Vec<(usize, &crate::table::DataFile)> =
                 indices.iter().map(|&i| (i, &table.files[i])).collect();
-            let selected = clustering.select(&files);
+            let selected = if clustering.is_cuts() {
+                let selected = clustering.select_cuts(&files, min_file_bytes);
+                cut_tree = selected.tree;
+                selected.files
+            } else {
+                clustering.select(&files)
+            };
             if selected.is_empty() {
                 Vec::new()
             } else {
@@ -747,6 +785,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 display: display_partition(&table.partition_columns, raw_values),
                 directory: directory::output_directory(table, &all_indices, raw_values),
                 bins,
+                cut_tree,
             });
         }
     }

@@ -47,8 +47,9 @@ use super::stats::leaf_values;
 use super::write::{RollingWriter, WriterConfig, WrittenFile};
 use super::{READ_ROWS_PER_WRITE, RewriteContext};
 use crate::curve::keys::{ColumnBuckets, DEFAULT_SAMPLE_ROWS, Reservoir, normalize};
-use crate::curve::{Curve, bits_per_dimension};
+use crate::curve::bits_per_dimension;
 use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
+use crate::plan::cuts::{BoundTree, TAG_CUT_LEAF, TAG_CUT_TREE};
 use crate::error::{Error, Result};
 use crate::plan::Bin;
 use crate::plan::cluster::{Clustering, KeyRange, KeySpace};
@@ -70,7 +71,7 @@ pub const SAMPLE_SEED: u64 = 0x00de_17a1_a70c;
 #[expect(clippy::too_many_arguments, reason = "the stage's inputs, each used")]
 pub(crate) fn run(
     table: &TableView,
-    clustering: &Clustering,
+    layout: &Layout<'_>,
     context: &RewriteContext,
     bin: &Bin,
     split: Option<(&KeySpace, KeyRange)>,
@@ -83,10 +84,12 @@ pub(crate) fn run(
     // 1. Read and sample (or, in a split scope, key and keep this bin's rows); keep the rows
     // while they fit the budget.
     progress.phase_started(scope, Phase::Read, bin.input_bytes);
-    let bits = bits_per_dimension(clustering.leaves.len());
-    let mut reservoirs: Vec<Reservoir> = Vec::new();
+    let clustering = layout.clustering;
+    let mut sampler = Sampler::default();
     let mut split_buckets: Vec<ColumnBuckets> = Vec::new();
     let mut batches: Vec<RecordBatch> = Vec::new();
+    // With a cut tree, each kept batch's leaves (routed once, while sampling).
+    let mut batch_leaves: Vec<Option<Vec<u32>>> = Vec::new();
     let mut arrow_bytes = 0u64;
     let mut in_memory = true;
     let mut rows = 0u64;
@@ -96,33 +99,19 @@ pub(crate) fn run(
             if cancelled() {
                 return Err(Error::Cancelled);
             }
-            let columns = clustering
-                .leaves
-                .iter()
-                .map(|leaf| leaf_values(&batch, &leaf.physical))
-                .collect::<Result<Vec<_>>>()?;
-            let batch = match split {
+            let (batch, leaves) = match split {
                 None => {
-                    if reservoirs.is_empty() {
-                        reservoirs = columns
-                            .iter()
-                            .map(|c| {
-                                Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, SAMPLE_SEED)
-                            })
-                            .collect::<Result<_>>()?;
-                    }
-                    // One column per thread: the reservoirs are independent.
-                    reservoirs
-                        .par_iter_mut()
-                        .zip(columns.par_iter())
-                        .try_for_each(|(reservoir, column)| reservoir.add(column))?;
-                    batch
+                    let leaves = sampler.add(&batch, layout)?;
+                    (batch, leaves)
                 }
                 Some((space, range)) => {
                     if split_buckets.is_empty() {
-                        split_buckets = buckets_of(space, &columns)?;
+                        split_buckets = buckets_of(space, &layout.curve_values(&batch)?)?;
                     }
-                    keep_range(&batch, clustering, &split_buckets, space, range)?
+                    (
+                        keep_range(&batch, layout, &split_buckets, space, range)?,
+                        None,
+                    )
                 }
             };
             if batch.num_rows() == 0 {
@@ -135,8 +124,10 @@ pub(crate) fn run(
                 if arrow_bytes.saturating_mul(2) > context.memory_limit_bytes {
                     in_memory = false;
                     batches = Vec::new();
+                    batch_leaves = Vec::new();
                 } else {
                     batches.push(batch);
+                    batch_leaves.push(leaves);
                 }
             }
         }
@@ -160,9 +151,10 @@ pub(crate) fn run(
     .saturating_add(4 * super::write::row_group_bytes(target));
 
     // 2. and 3. Buckets and range boundaries: from the plan's key space, or from the sample.
+    let sizes = RangeSizes::of(bin, target);
     let (buckets, boundaries, sample_keys) = match split {
         Some((space, _)) => (split_buckets, space.boundaries.clone(), Vec::new()),
-        None => key_space_of(reservoirs, clustering, bits, &bin.range_cuts(target)),
+        None => sampler.finish(layout, &sizes)?,
     };
     if cancelled() {
         return Err(Error::Cancelled);
@@ -170,7 +162,7 @@ pub(crate) fn run(
 
     // 4. Route rows to ranges: in memory, or into per-range spill files.
     let router = Router {
-        clustering,
+        layout,
         buckets: &buckets,
         boundaries: &boundaries,
     };
@@ -183,12 +175,13 @@ pub(crate) fn run(
         let num_ranges = boundaries.len() + 1;
         let routed = batches
             .par_iter()
+            .zip(&batch_leaves)
             .enumerate()
-            .map(|(b, batch)| {
+            .map(|(b, (batch, leaves))| {
                 if cancelled() {
                     return Err(Error::Cancelled);
                 }
-                let keys = row_keys(batch, clustering, &buckets)?;
+                let keys = layout.row_keys(batch, &buckets, leaves.as_deref())?;
                 let b = u32::try_from(b).unwrap_or(u32::MAX);
                 let mut parts: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); num_ranges];
                 for (row, &key) in keys.iter().enumerate() {
@@ -243,7 +236,7 @@ pub(crate) fn run(
             .collect();
         pieces = piece_range.len();
         let router = Router {
-            clustering,
+            layout,
             buckets: &buckets,
             boundaries: &cuts,
         };
@@ -288,14 +281,17 @@ pub(crate) fn run(
         || uuid::Uuid::new_v4().to_string(),
         |(space, _)| space.cube_id.clone(),
     );
-    let tags = BTreeMap::from([
+    let mut tags = BTreeMap::from([
         (TAG_CUBE_ID.to_string(), cube),
         (TAG_CUBE_COLUMNS.to_string(), clustering.columns_json()),
         (
             TAG_CUBE_CURVE.to_string(),
-            clustering.curve.name().to_string(),
+            clustering.layout_name().to_string(),
         ),
     ]);
+    if let Some(tree) = layout.tree {
+        tags.insert(TAG_CUT_TREE.to_string(), tree.tree().id.clone());
+    }
     // Out of core, as many ranges at once as the budget holds (each counted as twice its
     // piece's memory, the rows once plus keys and gathered chunks, and its writer's
     // buffers), at least one.
@@ -322,9 +318,18 @@ pub(crate) fn run(
                         RangeRows::Indexed(_, _, rows) => rows.len() as u64,
                         RangeRows::Spilled(files) => files.iter().map(|f| f.rows).sum(),
                     };
+                    let mut range_tags = tags.clone();
+                    // A range lies inside one leaf: the leaf of its lowest key.
+                    if let Some(leaf) = layout.leaf_of(if index == 0 {
+                        0
+                    } else {
+                        boundaries[index - 1]
+                    }) {
+                        range_tags.insert(TAG_CUT_LEAF.to_string(), leaf.to_string());
+                    }
                     let mut writer = RollingWriter::new(WriterConfig {
                         expected_rows: Some(expected_rows),
-                        ..config(tags.clone(), index)
+                        ..config(range_tags, index)
                     });
                     let mut out = RangeOutput {
                         writer: &mut writer,
@@ -367,44 +372,31 @@ pub(crate) fn run(
 
 /// Steps 1 to 5 without writing, for `sweep --estimate`: the rows of `batches` (a bin's
 /// files in order, as [`run`] reads them in memory) in the order a clustering run writes
-/// them, cut into its ranges at `cuts` ([`Bin::range_cuts`]). Returns per range its rows as
-/// (batch, row) in write order. The same reservoirs, buckets, boundaries, stable sort and
-/// tie-break as [`run`], so each range holds the rows the real run's range holds.
+/// them, cut into its ranges as `sizes` says. Returns per range its rows as (batch, row) in
+/// write order. The same sample, buckets, leaves, boundaries, stable sort and tie-break as
+/// [`run`], so each range holds the rows the real run's range holds.
 ///
 /// # Errors
 /// [`Error::Arrow`] for a column whose values cannot be keyed; [`Error::Cancelled`].
 pub(crate) fn ordered_ranges(
     batches: &[RecordBatch],
-    clustering: &Clustering,
-    cuts: &[f64],
+    layout: &Layout<'_>,
+    sizes: &RangeSizes,
     cancel: &AtomicBool,
 ) -> Result<Vec<Vec<(u32, u32)>>> {
-    let bits = bits_per_dimension(clustering.leaves.len());
-    let mut reservoirs: Vec<Reservoir> = Vec::new();
+    let mut sampler = Sampler::default();
+    let mut leaves: Vec<Option<Vec<u32>>> = Vec::with_capacity(batches.len());
     for batch in batches {
-        let columns = clustering
-            .leaves
-            .iter()
-            .map(|leaf| leaf_values(batch, &leaf.physical))
-            .collect::<Result<Vec<_>>>()?;
-        if reservoirs.is_empty() {
-            reservoirs = columns
-                .iter()
-                .map(|c| Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, SAMPLE_SEED))
-                .collect::<Result<_>>()?;
-        }
-        reservoirs
-            .par_iter_mut()
-            .zip(columns.par_iter())
-            .try_for_each(|(reservoir, column)| reservoir.add(column))?;
+        leaves.push(sampler.add(batch, layout)?);
     }
-    if reservoirs.is_empty() {
+    if sampler.is_empty() {
         return Ok(Vec::new());
     }
-    let (buckets, boundaries, _) = key_space_of(reservoirs, clustering, bits, cuts);
+    let (buckets, boundaries, _) = sampler.finish(layout, sizes)?;
     let keys = batches
         .par_iter()
-        .map(|batch| row_keys(batch, clustering, &buckets))
+        .zip(&leaves)
+        .map(|(batch, leaves)| layout.row_keys(batch, &buckets, leaves.as_deref()))
         .collect::<Result<Vec<_>>>()?;
     let mut ranges: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); boundaries.len() + 1];
     for (b, keys) in keys.iter().enumerate() {
@@ -415,7 +407,7 @@ pub(crate) fn ordered_ranges(
         }
     }
     drop(keys);
-    let ties = TieBreak::of_batches(batches, clustering)?;
+    let ties = TieBreak::of_batches(batches, layout.clustering)?;
     ranges
         .into_iter()
         .map(|mut rows| {
@@ -431,32 +423,120 @@ pub(crate) fn ordered_ranges(
         .collect()
 }
 
-/// Steps 2 and 3: each column's rank buckets from its reservoir, and the cut points that
-/// split the sample's curve keys at the positions `cuts` (shares of the rows in `(0, 1)`,
-/// ascending: see [`crate::plan::Bin::range_cuts`]; at most one range per sampled row);
-/// with the sample's keys, ascending.
-fn key_space_of(
+/// How a bin's output is cut into ranges: at the shares `cuts` of its rows (a curve, see
+/// [`Bin::range_cuts`]), or, under a cut tree, each leaf's share of `expected_output_bytes`
+/// cut into files of `target_file_bytes` ([`crate::plan::output_files`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RangeSizes {
+    /// Positions in `(0, 1)` of the rows, ascending, where a curve's ranges are cut.
+    pub cuts: Vec<f64>,
+    /// Expected output bytes of the bin.
+    pub expected_output_bytes: u64,
+    /// The target file size, bytes.
+    pub target_file_bytes: u64,
+}
+
+impl RangeSizes {
+    /// The sizes of `bin`'s ranges at the target `target_file_bytes`.
+    pub(crate) fn of(bin: &Bin, target_file_bytes: u64) -> Self {
+        Self {
+            cuts: bin.range_cuts(target_file_bytes),
+            expected_output_bytes: bin.expected_output_bytes,
+            target_file_bytes,
+        }
+    }
+
+    /// `num_ranges` ranges of equal rows (a work order's split scope).
+    pub(crate) fn equal(num_ranges: usize, expected_output_bytes: u64, target: u64) -> Self {
+        Self {
+            cuts: equal_cuts(num_ranges),
+            expected_output_bytes,
+            target_file_bytes: target,
+        }
+    }
+}
+
+/// The seeded sample a clustering run keys its rows by: one reservoir per clustering column
+/// and, with a cut tree, one of the rows' leaves. Equal seeds make them pick the same rows,
+/// so together they are a sample of whole rows.
+#[derive(Default)]
+struct Sampler {
     reservoirs: Vec<Reservoir>,
-    clustering: &Clustering,
-    bits: u32,
-    cuts: &[f64],
-) -> (Vec<ColumnBuckets>, Vec<u64>, Vec<u64>) {
-    let (buckets, samples): (Vec<ColumnBuckets>, Vec<_>) =
-        reservoirs.into_iter().map(|r| r.finish(bits)).unzip();
-    let sample_rows = samples.first().map_or(0, Vec::len);
-    let mut sample_keys: Vec<u64> = (0..sample_rows)
-        .map(|i| {
-            let coords: Vec<u32> = buckets
+    leaves: Option<Reservoir>,
+    rows: u64,
+}
+
+impl Sampler {
+    /// Offers the rows of `batch`; returns their leaves when the layout has a cut tree.
+    fn add(&mut self, batch: &RecordBatch, layout: &Layout<'_>) -> Result<Option<Vec<u32>>> {
+        let columns = layout.curve_values(batch)?;
+        if self.reservoirs.is_empty() {
+            self.reservoirs = columns
                 .iter()
-                .zip(&samples)
-                .map(|(b, s)| b.bucket_of(s[i].as_ref()))
-                .collect();
-            clustering.curve.key(&coords)
-        })
-        .collect();
-    sample_keys.sort_unstable();
-    let boundaries = range_boundaries_at(&sample_keys, cuts);
-    (buckets, boundaries, sample_keys)
+                .map(|c| Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, SAMPLE_SEED))
+                .collect::<Result<_>>()?;
+            if layout.tree.is_some() {
+                self.leaves = Some(Reservoir::new(
+                    &deltalake::arrow::datatypes::DataType::UInt32,
+                    DEFAULT_SAMPLE_ROWS,
+                    SAMPLE_SEED,
+                )?);
+            }
+        }
+        let leaves = layout.leaves(batch)?;
+        // One column per thread: the reservoirs are independent.
+        let (curve, leaf) = rayon::join(
+            || {
+                self.reservoirs
+                    .par_iter_mut()
+                    .zip(columns.par_iter())
+                    .try_for_each(|(reservoir, column)| reservoir.add(column))
+            },
+            || match (&mut self.leaves, &leaves) {
+                (Some(reservoir), Some(leaves)) => {
+                    let array: ArrayRef = std::sync::Arc::new(UInt32Array::from(leaves.clone()));
+                    reservoir.add(&array)
+                }
+                _ => Ok(()),
+            },
+        );
+        curve?;
+        leaf?;
+        self.rows += batch.num_rows() as u64;
+        Ok(leaves)
+    }
+
+    /// Whether no row was offered.
+    fn is_empty(&self) -> bool {
+        self.reservoirs.is_empty()
+    }
+
+    /// Steps 2 and 3: each column's rank buckets from its reservoir, the sample's keys
+    /// (ascending), and the cut points of the ranges ([`Layout::boundaries`]).
+    fn finish(
+        self,
+        layout: &Layout<'_>,
+        sizes: &RangeSizes,
+    ) -> Result<(Vec<ColumnBuckets>, Vec<u64>, Vec<u64>)> {
+        let bits = layout.bits();
+        let (buckets, samples): (Vec<ColumnBuckets>, Vec<_>) =
+            self.reservoirs.into_iter().map(|r| r.finish(bits)).unzip();
+        let leaves: Option<Vec<u32>> = self.leaves.map(Reservoir::into_u32).transpose()?;
+        let sample_rows = samples.first().map_or(0, Vec::len);
+        let mut coords = vec![0u32; buckets.len()];
+        let mut sample_keys: Vec<u64> = (0..sample_rows)
+            .map(|i| {
+                for ((c, b), s) in coords.iter_mut().zip(&buckets).zip(&samples) {
+                    *c = b.bucket_of(s[i].as_ref());
+                }
+                let leaf = leaves.as_ref().and_then(|l| l.get(i)).copied().unwrap_or(0);
+                layout.key(&coords, leaf)
+            })
+            .collect();
+        sample_keys.sort_unstable();
+        let boundaries = layout.boundaries(&sample_keys, sizes);
+        Ok((buckets, boundaries, sample_keys))
+    }
 }
 
 /// The buckets of a key space, for columns of the types of `columns` (as read).
@@ -476,15 +556,15 @@ fn buckets_of(space: &KeySpace, columns: &[ArrayRef]) -> Result<Vec<ColumnBucket
         .collect()
 }
 
-/// The rows of `batch` whose curve key falls in `range` of `space`, in row order.
+/// The rows of `batch` whose key falls in `range` of `space`, in row order.
 fn keep_range(
     batch: &RecordBatch,
-    clustering: &Clustering,
+    layout: &Layout<'_>,
     buckets: &[ColumnBuckets],
     space: &KeySpace,
     range: KeyRange,
 ) -> Result<RecordBatch> {
-    let keys = row_keys(batch, clustering, buckets)?;
+    let keys = layout.row_keys(batch, buckets, None)?;
     let keep: BooleanArray = keys
         .iter()
         .map(|key| Some(range.contains(space.boundaries.partition_point(|cut| cut <= key))))
@@ -494,22 +574,20 @@ fn keep_range(
 
 /// Samples a clustering scope for a work order that splits it over several bins: reads the
 /// files `sample` (indices into `table.files`, a subset of the scope's) through `reader`,
-/// draws the same seeded reservoirs a one-bin run draws, and returns each column's bucket
-/// cuts, the cut points of `num_ranges` ranges, and the rows sampled from.
+/// draws the same seeded sample a one-bin run draws, and returns each column's bucket cuts,
+/// the cut points of the ranges `sizes` asks for, and the rows sampled from.
 ///
 /// # Errors
 /// Read errors of the files ([`Error::DataFile`]); [`Error::Arrow`] for a column whose values
 /// cannot be keyed.
 pub(crate) fn sample_key_space(
     table: &TableView,
-    clustering: &Clustering,
+    layout: &Layout<'_>,
     reader: &super::read::Reader,
     sample: &[usize],
-    num_ranges: usize,
+    sizes: &RangeSizes,
 ) -> Result<(Vec<crate::curve::keys::BucketCuts>, Vec<u64>, u64)> {
-    let bits = bits_per_dimension(clustering.leaves.len());
-    let mut reservoirs: Vec<Reservoir> = Vec::new();
-    let mut rows = 0u64;
+    let mut sampler = Sampler::default();
     let chunk = rayon::current_num_threads().max(1);
     for indices in sample.chunks(chunk) {
         let read: Vec<Result<Vec<RecordBatch>>> = indices
@@ -518,29 +596,15 @@ pub(crate) fn sample_key_space(
             .collect();
         for batches in read {
             for batch in batches? {
-                let columns = clustering
-                    .leaves
-                    .iter()
-                    .map(|leaf| leaf_values(&batch, &leaf.physical))
-                    .collect::<Result<Vec<_>>>()?;
-                if reservoirs.is_empty() {
-                    reservoirs = columns
-                        .iter()
-                        .map(|c| Reservoir::new(c.data_type(), DEFAULT_SAMPLE_ROWS, SAMPLE_SEED))
-                        .collect::<Result<_>>()?;
-                }
-                for (reservoir, column) in reservoirs.iter_mut().zip(&columns) {
-                    reservoir.add(column)?;
-                }
-                rows += batch.num_rows() as u64;
+                sampler.add(&batch, layout)?;
             }
         }
     }
+    let rows = sampler.rows;
     if rows == 0 {
         return Ok((Vec::new(), Vec::new(), 0));
     }
-    let (buckets, boundaries, _) =
-        key_space_of(reservoirs, clustering, bits, &equal_cuts(num_ranges));
+    let (buckets, boundaries, _) = sampler.finish(layout, sizes)?;
     Ok((
         buckets.iter().map(ColumnBuckets::to_cuts).collect(),
         boundaries,
@@ -643,7 +707,7 @@ enum RangeRows {
 
 /// Routes rows to ranges by curve key.
 struct Router<'a> {
-    clustering: &'a Clustering,
+    layout: &'a Layout<'a>,
     buckets: &'a [ColumnBuckets],
     boundaries: &'a [u64],
 }
@@ -651,7 +715,7 @@ struct Router<'a> {
 impl Router<'_> {
     /// The rows of `batch` grouped by range, in row order within each range.
     fn route(&self, batch: &RecordBatch) -> Result<Vec<(usize, RecordBatch)>> {
-        let keys = row_keys(batch, self.clustering, self.buckets)?;
+        let keys = self.layout.row_keys(batch, self.buckets, None)?;
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); self.boundaries.len() + 1];
         for (row, key) in keys.iter().enumerate() {
             let range = self.boundaries.partition_point(|b| b <= key);
@@ -686,7 +750,7 @@ fn write_piece(
     let total: usize = parts.iter().map(RecordBatch::num_rows).sum();
     let mut rows: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
     for (b, part) in parts.iter().enumerate() {
-        let keys = row_keys(part, router.clustering, router.buckets)?;
+        let keys = router.layout.row_keys(part, router.buckets, None)?;
         let b = u32::try_from(b).unwrap_or(u32::MAX);
         rows.extend(
             keys.into_iter()
@@ -695,7 +759,7 @@ fn write_piece(
         );
     }
     out.check_cancel()?;
-    let ties = TieBreak::of_batches(&parts, router.clustering)?;
+    let ties = TieBreak::of_batches(&parts, router.layout.clustering)?;
     write_sorted(out, &parts, &ties, rows)
 }
 
@@ -1031,31 +1095,132 @@ fn for_each_file_in_order(
     Ok(())
 }
 
-/// The curve key of every row of `batch`.
-pub(crate) fn row_keys(
-    batch: &RecordBatch,
-    clustering: &Clustering,
-    buckets: &[ColumnBuckets],
-) -> Result<Vec<u64>> {
-    let per_column = clustering
-        .leaves
-        .iter()
-        .zip(buckets)
-        .map(|(leaf, b)| b.buckets(&leaf_values(batch, &leaf.physical)?))
-        .collect::<Result<Vec<_>>>()?;
-    let mut coords = vec![0u32; per_column.len()];
-    Ok((0..batch.num_rows())
-        .map(|row| {
-            for (c, column) in coords.iter_mut().zip(&per_column) {
-                *c = column[row];
-            }
-            key(clustering.curve, &coords)
-        })
-        .collect())
+/// The seam of the two layouts: how a bin's rows are keyed and its ranges cut. A curve keys
+/// a row by its clustering columns' buckets; a cut tree ([`crate::plan::cuts`]) puts the
+/// row's leaf in the key's top bits, above the curve key of the columns inside the leaf, so
+/// that ranges never straddle two leaves and rows inside a leaf follow the curve. Sampling,
+/// spilling, sorting, writing and tagging are the same for both.
+pub(crate) struct Layout<'a> {
+    /// The clustering: the curve and its columns.
+    pub clustering: &'a Clustering,
+    /// The partition's cut tree, bound to the table; `None` for a curve alone.
+    pub tree: Option<&'a BoundTree>,
+    /// The partition's values, parallel to the table's partition columns (the tree's cuts
+    /// on partition columns read them).
+    pub partition_values: &'a [Option<String>],
 }
 
-fn key(curve: Curve, coords: &[u32]) -> u64 {
-    curve.key(coords)
+impl Layout<'_> {
+    /// Bits per clustering column in the key.
+    pub(crate) fn bits(&self) -> u32 {
+        let dimensions = self.clustering.leaves.len();
+        self.tree.map_or_else(
+            || bits_per_dimension(dimensions),
+            |t| t.tree().curve_bits(dimensions),
+        )
+    }
+
+    /// Where the leaf starts in the key, with a cut tree: above the curve's bits.
+    fn leaf_shift(&self) -> Option<u32> {
+        let width = self.bits() * u32::try_from(self.clustering.leaves.len()).unwrap_or(0);
+        self.tree.map(|_| width)
+    }
+
+    /// The key of a row from its buckets (one per clustering column) and its leaf (0
+    /// without a tree).
+    pub(crate) fn key(&self, coords: &[u32], leaf: u32) -> u64 {
+        let curve = self.clustering.curve.key_with_bits(coords, self.bits());
+        match self.leaf_shift() {
+            Some(shift) => (u64::from(leaf) << shift) | curve,
+            None => curve,
+        }
+    }
+
+    /// The leaf whose keys `key` is among, with a cut tree.
+    pub(crate) fn leaf_of(&self, key: u64) -> Option<u32> {
+        let shift = self.leaf_shift()?;
+        u32::try_from(key.checked_shr(shift).unwrap_or(0)).ok()
+    }
+
+    /// The clustering columns' values in `batch`.
+    fn curve_values(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
+        self.clustering
+            .leaves
+            .iter()
+            .map(|leaf| leaf_values(batch, &leaf.physical))
+            .collect()
+    }
+
+    /// The leaf of every row of `batch`, with a cut tree.
+    fn leaves(&self, batch: &RecordBatch) -> Result<Option<Vec<u32>>> {
+        self.tree
+            .map(|tree| tree.route(batch, self.partition_values))
+            .transpose()
+    }
+
+    /// The key of every row of `batch`; `leaves`: the rows' leaves when already routed.
+    pub(crate) fn row_keys(
+        &self,
+        batch: &RecordBatch,
+        buckets: &[ColumnBuckets],
+        leaves: Option<&[u32]>,
+    ) -> Result<Vec<u64>> {
+        let per_column = self
+            .clustering
+            .leaves
+            .iter()
+            .zip(buckets)
+            .map(|(leaf, b)| b.buckets(&leaf_values(batch, &leaf.physical)?))
+            .collect::<Result<Vec<_>>>()?;
+        let routed;
+        let leaves = match (leaves, self.tree) {
+            (Some(leaves), _) => Some(leaves),
+            (None, Some(_)) => {
+                routed = self.leaves(batch)?;
+                routed.as_deref()
+            }
+            (None, None) => None,
+        };
+        let mut coords = vec![0u32; per_column.len()];
+        Ok((0..batch.num_rows())
+            .map(|row| {
+                for (c, column) in coords.iter_mut().zip(&per_column) {
+                    *c = column[row];
+                }
+                self.key(&coords, leaves.map_or(0, |l| l[row]))
+            })
+            .collect())
+    }
+
+    /// The cut points of a bin's ranges from its sorted sample keys: for a curve, at the
+    /// shares `sizes.cuts` ([`range_boundaries_at`]); under a cut tree, at every leaf's first
+    /// key, and inside each leaf at the shares its part of the expected output bytes is cut
+    /// into files at (each leaf's part by its share of the sample).
+    pub(crate) fn boundaries(&self, sample_keys: &[u64], sizes: &RangeSizes) -> Vec<u64> {
+        let (Some(tree), Some(shift)) = (self.tree, self.leaf_shift()) else {
+            return range_boundaries_at(sample_keys, &sizes.cuts);
+        };
+        let n = sample_keys.len();
+        let mut out: Vec<u64> = (1..tree.tree().leaves)
+            .map(|leaf| (leaf as u64) << shift)
+            .collect();
+        let mut start = 0;
+        while start < n {
+            let leaf = sample_keys[start] >> shift;
+            let end = start + sample_keys[start..].partition_point(|k| k >> shift == leaf);
+            let keys = &sample_keys[start..end];
+            let bytes = u64::try_from(
+                u128::from(sizes.expected_output_bytes) * (end - start) as u128 / n as u128,
+            )
+            .unwrap_or(u64::MAX);
+            let shares = crate::plan::range_shares(bytes, sizes.target_file_bytes);
+            out.extend(range_boundaries_at(keys, &shares));
+            start = end;
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 #[cfg(test)]

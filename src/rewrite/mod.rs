@@ -252,9 +252,26 @@ fn run_bin(
     };
     let mut written = Vec::new();
     let rows = match &plan.clustering {
-        Some(clustering) => cluster::run(
+        Some(clustering) => partition
+            .cut_tree
+            .as_ref()
+            .map(|tree| tree.bind(table))
+            .transpose()
+            .and_then(|tree| {
+                if clustering.is_cuts() && tree.is_none() {
+                    return Err(Error::Internal(format!(
+                        "partition {} is laid out by a cut tree but the plan holds none",
+                        partition.display
+                    )));
+                }
+                let layout = cluster::Layout {
+                    clustering,
+                    tree: tree.as_ref(),
+                    partition_values: &partition.raw_values,
+                };
+                cluster::run(
             table,
-            clustering,
+            &layout,
             context,
             bin,
             bin.key_range
@@ -262,7 +279,8 @@ fn run_bin(
             &config,
             progress,
             &mut written,
-        ),
+        )
+            }),
         None => compact(
             table,
             context,
@@ -377,4 +395,131 @@ fn compact(
     })();
     written.extend(writer.written().iter().cloned());
     result
+}
+
+/// The execution settings of a rewrite ([`write_bins`]): how, not what.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Settings {
+    /// Set to cancel the run.
+    pub cancel: Arc<AtomicBool>,
+    /// Parquet codec of the written files.
+    pub codec: write::Codec,
+    /// Memory a run may buffer, bytes; `None`: [`default_memory_limit_bytes`].
+    pub memory_limit_bytes: Option<u64>,
+    /// Files a compaction worker fetches at once; `None`: [`read::DEFAULT_READ_CONCURRENCY`].
+    pub read_concurrency: Option<usize>,
+    /// Where spill files go; `None`: the system's temporary directory.
+    pub spill_directory: Option<std::path::PathBuf>,
+    /// Worker threads, 0 for one per core.
+    pub threads: usize,
+}
+
+/// The execute step shared by `optimize` and the work orders' `execute`: writes the new files
+/// of every bin of `plan` (bins index `table.files`) with `settings` (threads, read
+/// concurrency, memory limit, spill directory, codec, cancel flag).
+/// Runs the CPU work on a blocking thread. Returns the table, reader and progress back with
+/// the bins' outcomes; on a bin error every file written has been deleted.
+///
+/// # Errors
+/// [`Error::InvalidOption`] for an unusable stats-columns table property, and
+/// [`Error::Internal`] when the blocking task cannot run; bin errors are in the returned
+/// result.
+pub(crate) async fn write_bins(
+    table: TableView,
+    plan: Plan,
+    options: &Settings,
+    reader: read::Reader,
+    progress: Arc<dyn Progress>,
+) -> Result<(
+    TableView,
+    read::Reader,
+    Result<Vec<BinOutcome>>,
+    Arc<dyn Progress>,
+)> {
+    // Clustering columns always get stats (PROTOCOL.md "Clustered Table" requires them, and
+    // skipping needs them), even past delta.dataSkippingNumIndexedCols.
+    let mut leaves = stats::indexed_columns(&table)?;
+    if let Some(clustering) = &plan.clustering {
+        for leaf in &clustering.leaves {
+            if !leaves.iter().any(|l| l.physical == leaf.physical) {
+                leaves.push(leaf.clone());
+            }
+        }
+    }
+    // And so do the columns a cut tree cuts on: a leaf's files are skipped by their stats.
+    for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
+        for leaf in tree.cut_leaves(&table)? {
+            if !leaves.iter().any(|l| l.physical == leaf.physical) {
+                leaves.push(leaf);
+            }
+        }
+    }
+    // Leftovers of runs that were killed: spill directories of dead processes, and (on a
+    // local table) commit and upload staging files older than an hour.
+    if plan.clustering.is_some() {
+        let parent = options
+            .spill_directory
+            .clone()
+            .unwrap_or_else(std::env::temp_dir);
+        let removed = leftovers::remove_dead_spill_directories(&parent);
+        if removed > 0 {
+            log::info!("removed {removed} spill directories of runs that died");
+        }
+    }
+    if let Ok(root) = table.location.to_file_path() {
+        leftovers::remove_stale_commit_staging(&root, leftovers::STAGING_MAX_AGE);
+        let removed = leftovers::remove_stale_upload_staging(
+            &root,
+            leftovers::STAGING_MAX_AGE,
+        );
+        if removed > 0 {
+            log::info!("removed {removed} upload staging files of runs that died");
+        }
+    }
+    let context = RewriteContext {
+        read_concurrency: options
+            .read_concurrency
+            .unwrap_or(read::DEFAULT_READ_CONCURRENCY),
+        leaves,
+        with_tight_bounds: table
+            .protocol
+            .effective_features()
+            .iter()
+            .any(|f| f == "deletionVectors"),
+        threads: options.threads,
+        cancel: options.cancel.clone(),
+        memory_limit_bytes: options
+            .memory_limit_bytes
+            .unwrap_or_else(default_memory_limit_bytes),
+        spill_directory: options.spill_directory.clone(),
+        codec: options.codec,
+        reader,
+    };
+    let task = tokio::task::spawn_blocking(move || {
+        let result = execute(&table, &plan, &context, progress.as_ref());
+        progress.finish();
+        (table, context, result, progress)
+    });
+    let (table, context, result, progress) = task
+        .await
+        .map_err(|e| Error::Internal(format!("the rewrite task failed: {e}")))?;
+    Ok((table, context.reader, result, progress))
+}
+
+/// Fallback physical memory when `/proc/meminfo` cannot be read: 8 GiB.
+pub const FALLBACK_PHYSICAL_MEMORY_BYTES: u64 = 8 << 30;
+
+/// The default clustering memory budget: a quarter of physical memory (`MemTotal` of
+/// `/proc/meminfo`; [`FALLBACK_PHYSICAL_MEMORY_BYTES`] where that cannot be read).
+#[must_use]
+pub fn default_memory_limit_bytes() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(FALLBACK_PHYSICAL_MEMORY_BYTES, |kib| kib * 1024);
+    total / 4
 }

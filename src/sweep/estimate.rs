@@ -27,7 +27,7 @@ use deltalake::arrow::datatypes::Schema;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::plan::{Bin, Plan, output_files};
+use crate::plan::{Bin, PartitionPlan, Plan, output_files};
 use crate::rewrite::read::Reader;
 use crate::rewrite::stats::StatsCollector;
 use crate::table::stats::FileStats;
@@ -144,14 +144,18 @@ pub(super) fn estimate(
     settings: &Settings,
     cancel: &AtomicBool,
 ) -> Result<Estimated> {
-    let bins: Vec<&Bin> = plan.bins().collect();
+    let bins: Vec<(&Bin, &PartitionPlan)> = plan
+        .partitions
+        .iter()
+        .flat_map(|p| p.bins.iter().map(move |b| (b, p)))
+        .collect();
     let per_bin = bins
         .par_iter()
-        .map(|bin| {
+        .map(|(bin, partition)| {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
             }
-            estimate_bin(table, plan, bin, rows, settings, cancel)
+            estimate_bin(table, plan, partition, bin, rows, settings, cancel)
         })
         .collect::<Result<Vec<_>>>()?;
     let mut files = Vec::new();
@@ -173,6 +177,7 @@ pub(super) fn estimate(
 fn estimate_bin(
     table: &TableView,
     plan: &Plan,
+    partition: &PartitionPlan,
     bin: &Bin,
     rows: &Rows,
     settings: &Settings,
@@ -197,10 +202,20 @@ fn estimate_bin(
     let ranges: Vec<Vec<(u32, u32)>> = match &plan.clustering {
         Some(clustering) => {
             let owned: Vec<RecordBatch> = batches.iter().map(|b| (*b).clone()).collect();
+            let tree = partition
+                .cut_tree
+                .as_ref()
+                .map(|t| t.bind(table))
+                .transpose()?;
+            let layout = crate::rewrite::cluster::Layout {
+                clustering,
+                tree: tree.as_ref(),
+                partition_values: &partition.raw_values,
+            };
             crate::rewrite::cluster::ordered_ranges(
                 &owned,
-                clustering,
-                &bin.range_cuts(target),
+                &layout,
+                &crate::rewrite::cluster::RangeSizes::of(bin, target),
                 cancel,
             )?
         }

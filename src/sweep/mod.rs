@@ -72,10 +72,12 @@ pub enum Layout {
         /// The columns.
         columns: Vec<String>,
     },
+    /// Laid out by a cut tree fitted to the sweep's workload ([`crate::plan::cuts`]).
+    Cuts,
 }
 
 impl Layout {
-    /// Parses `compact`, `zorder:a,b` or `hilbert:a,b,c`.
+    /// Parses `compact`, `zorder:a,b`, `hilbert:a,b,c` or `cuts`.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] naming `--layout`.
@@ -84,10 +86,13 @@ impl Layout {
         if spec.eq_ignore_ascii_case("compact") {
             return Ok(Self::Compact);
         }
+        if spec.eq_ignore_ascii_case(crate::plan::cuts::CUTS_NAME) {
+            return Ok(Self::Cuts);
+        }
         let bad = || {
             Error::invalid_option(
                 crate::Setting::Layouts,
-                format!("'{spec}' is not compact, zorder:COLS or hilbert:COLS"),
+                format!("'{spec}' is not compact, zorder:COLS, hilbert:COLS or cuts"),
             )
         };
         let (kind, columns) = spec.split_once(':').ok_or_else(bad)?;
@@ -106,6 +111,7 @@ impl Layout {
         match self {
             Self::Compact => "compact".into(),
             Self::Curve { curve, columns } => format!("{}:{}", curve.name(), columns.join(",")),
+            Self::Cuts => crate::plan::cuts::CUTS_NAME.into(),
         }
     }
 }
@@ -138,6 +144,9 @@ pub struct SweepOptions {
     /// With a predicate over data columns, also the files whose stats cannot tell
     /// (`--where-include-unknown`).
     pub include_unknown: bool,
+    /// A workload (`--workload`): the queries [`Layout::Cuts`] fits its tree to, and, unless
+    /// `report.predicates` are given, the queries measured, each weighted by its runs.
+    pub workload: Option<Arc<crate::workload::Workload>>,
 }
 
 /// The figures of one layout at one target size.
@@ -290,6 +299,9 @@ pub async fn sweep(
     // The report's columns must exist (named in the table's terms, not a scratch's).
     Analysis::new(&table, report_columns(&table, options).as_deref())
         .map_err(|e| Error::invalid_option(crate::Setting::ReportColumns, e.to_string()))?;
+    if let Some(workload) = &options.workload {
+        workload.bind(&table)?;
+    }
     for predicate in &options.report.predicates {
         crate::pruning::Pruner::new(&table, predicate).map_err(|e| {
             Error::invalid_option(crate::Setting::PredicateFile, format!("'{predicate}': {e}"))
@@ -345,7 +357,7 @@ pub async fn sweep(
     let log = scratch_log(&table, source_root.is_none())?;
 
     let mut combinations: Vec<(Combination, u64)> = Vec::new();
-    let mut workload: Option<Vec<Predicate>> = None;
+    let mut workload: Option<Vec<(Predicate, u64)>> = weighted(options);
     let mut columns_used: Vec<String> = Vec::new();
     let report_columns = report_columns(&table, options);
     let total = options.layouts.len() * options.target_sizes.len();
@@ -380,14 +392,7 @@ pub async fn sweep(
                 .map_err(|e| scratch_error(&dir, &e))?;
             let built = Instant::now();
             // Planned on full-size inputs with the full target: each output holds a sample.
-            let mut plan = PlanOptions::default()
-                .with_target_file_bytes(Some(target))
-                .with_rewrite_all(true);
-            if let Layout::Curve { curve, columns } = layout {
-                let mut request = ClusterRequest::new(*curve, columns.clone());
-                request.full = true;
-                plan = plan.with_clustering(Some(request));
-            }
+            let plan = layout_plan(layout, target, options.workload.as_ref())?;
             let build = OptimizeOptions::default()
                 .with_plan(plan)
                 .with_memory_limit(options.memory_limit_bytes)
@@ -468,33 +473,11 @@ async fn sweep_estimated(
     started: Instant,
 ) -> Result<SweepReport> {
     let totals = table.totals();
+    let (version, location) = (table.version, table.display_location());
     let report_columns = report_columns(&table, options);
-    // Planned and read as the scratch tables of a build are: without the clustering
-    // columns or row tracking the table declares (a scratch log leaves them out).
-    let mut table = table;
-    table.clustering_columns = None;
-    table.row_tracking = None;
-    // Each layout's plan options, and the leaves its files' stats cover.
-    let plan_options = |layout: &Layout, target: u64| {
-        let mut plan = PlanOptions::default()
-            .with_target_file_bytes(Some(target))
-            .with_rewrite_all(true);
-        if let Layout::Curve { curve, columns } = layout {
-            let mut request = ClusterRequest::new(*curve, columns.clone());
-            request.full = true;
-            plan = plan.with_clustering(Some(request));
-        }
-        plan
-    };
     // The columns read: those the measures look at (the report's columns, or without them
     // every column a written file has stats on, as the workload is drawn from the first
-    // combination's stats), those the predicates filter, and (below) the curves' columns.
-    let indexed = crate::rewrite::stats::indexed_columns(&table)?;
-    let as_leaf = |c: &crate::pruning::ColumnRef| crate::table::LeafColumn {
-        logical: c.logical.clone(),
-        physical: c.physical.clone(),
-        data_type: c.data_type.clone(),
-    };
+    // combination's stats), and those the predicates filter.
     let mut needed: Vec<crate::table::LeafColumn> = match &report_columns {
         Some(names) => Analysis::new(&table, Some(names))?
             .columns()
@@ -502,147 +485,80 @@ async fn sweep_estimated(
             .filter(|c| c.partition_index.is_none())
             .map(as_leaf)
             .collect(),
-        None => indexed.clone(),
+        None => crate::rewrite::stats::indexed_columns(&table)?,
     };
     for predicate in &options.report.predicates {
-        let pruner = crate::pruning::Pruner::new(&table, predicate)?;
-        for column in pruner.columns() {
-            if column.partition_index.is_none()
-                && !needed.iter().any(|l| l.physical == column.physical)
-            {
-                needed.push(as_leaf(column));
-            }
-        }
+        add_columns(&table, predicate, &mut needed)?;
     }
-    let mut plans_of: Vec<Vec<crate::plan::Plan>> = Vec::new();
-    for layout in &options.layouts {
-        let mut plans = Vec::new();
-        for &target in &options.target_sizes {
-            // Planned as a build plans: sized by the output ratio measured on the sample of
-            // files this plan draws.
-            let build = OptimizeOptions::default()
-                .with_plan(plan_options(layout, target))
-                .with_cancel(options.cancel.clone());
-            let plan = crate::optimize::plan_sized(&table, &build)
-                .await
-                .map_err(|e| as_layout_error(e, layout))?;
-            if let Some(clustering) = &plan.clustering {
-                for leaf in &clustering.leaves {
-                    if !needed.iter().any(|l| l.physical == leaf.physical) {
-                        needed.push(leaf.clone());
-                    }
-                }
-            }
-            plans.push(plan);
-        }
-        plans_of.push(plans);
+    for query in options.workload.iter().flat_map(|w| w.queries.iter()) {
+        add_columns(&table, &query.predicate, &mut needed)?;
     }
-    let with_tight_bounds = table
-        .protocol
-        .effective_features()
-        .iter()
-        .any(|f| f == "deletionVectors");
-    let mut reader = crate::rewrite::read::Reader::for_table(&table)?;
-    reader.sample = (fraction < 1.0).then_some((fraction, options.report.seed));
-    reader.cancel = Some(options.cancel.clone());
-    let table = Arc::new(table);
-    let rows = {
-        let table = table.clone();
-        let needed = needed.clone();
-        let seed = options.report.seed;
-        tokio::task::spawn_blocking(move || {
-            estimate::Rows::read(&table, &reader, &needed, &UPDATE_FRACTIONS, seed)
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("the reading task failed: {e}")))??
+    let job = EstimateJob {
+        layouts: options.layouts.clone(),
+        target_sizes: options.target_sizes.clone(),
+        fraction,
+        seed: options.report.seed,
+        workload: options.workload.clone(),
+        needed,
+        cancel: options.cancel.clone(),
     };
-    let rows = Arc::new(rows);
-
-    let mut combinations: Vec<Combination> = Vec::new();
-    let mut workload: Option<Vec<Predicate>> = None;
-    let mut columns_used: Vec<String> = Vec::new();
     let total = options.layouts.len() * options.target_sizes.len();
     progress.phase_started(Scope::Run, Phase::Sweep, total as u64);
-    for (layout, plans) in options.layouts.iter().zip(plans_of) {
-        for (plan, &target) in plans.into_iter().zip(&options.target_sizes) {
-            if options.cancel.load(Ordering::SeqCst) {
-                return Err(Error::Cancelled);
-            }
-            let built = Instant::now();
-            // Stats as a build collects them: the indexed columns and the clustering
-            // columns, of those read.
-            let mut stats_leaves: Vec<crate::table::LeafColumn> = indexed
-                .iter()
-                .filter(|l| needed.iter().any(|n| n.physical == l.physical))
-                .cloned()
-                .collect();
-            if let Some(clustering) = &plan.clustering {
-                for leaf in &clustering.leaves {
-                    if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
-                        stats_leaves.push(leaf.clone());
-                    }
-                }
-            }
-            let measured = {
-                let table = table.clone();
-                let rows = rows.clone();
-                let cancel = options.cancel.clone();
-                let workload_in = workload.clone();
-                let report_columns = report_columns.clone();
-                let report = options.report.clone();
-                tokio::task::spawn_blocking(move || {
-                    let settings = estimate::Settings {
-                        stats_leaves,
-                        with_tight_bounds,
-                        fraction,
-                        update_fractions: UPDATE_FRACTIONS.len(),
-                    };
-                    let estimated = estimate::estimate(&table, &plan, &rows, &settings, &cancel)?;
-                    if totals.rows > 0 && estimated.table.totals().rows == 0 {
-                        return Err(Error::invalid_option(
-                            crate::Setting::Sample,
-                            format!(
-                                "a sample of {fraction} keeps none of the table's {} rows",
-                                totals.rows
-                            ),
-                        ));
-                    }
-                    measure(
-                        &estimated.table,
-                        workload_in,
-                        report_columns.as_deref(),
-                        &report,
-                        Some(estimated.touched),
-                    )
-                })
-                .await
-                .map_err(|e| Error::Internal(format!("the estimating task failed: {e}")))??
-            };
-            let (mut combination, predicates, names) = measured;
-            if workload.is_none() {
-                workload = Some(predicates);
-                columns_used = names;
-            }
-            #[expect(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                clippy::cast_precision_loss,
-                reason = "a size"
-            )]
-            let simulated = ((target as f64 * fraction).round() as u64).max(1);
-            combination.layout = layout.name();
-            combination.target_file_bytes = target;
-            combination.simulated_target_bytes = simulated;
-            combination.build_ms = u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX);
-            combinations.push(combination);
-            progress.phase_advanced(Scope::Run, Phase::Sweep, 1);
+    let estimates = estimate_layouts(table, &job, &|| {
+        progress.phase_advanced(Scope::Run, Phase::Sweep, 1);
+    })
+    .await?;
+    let mut combinations: Vec<Combination> = Vec::new();
+    let mut workload: Option<Vec<(Predicate, u64)>> = weighted(options);
+    let mut columns_used: Vec<String> = Vec::new();
+    for estimated in estimates {
+        if options.cancel.load(Ordering::SeqCst) {
+            return Err(Error::Cancelled);
         }
+        let measured_at = Instant::now();
+        let measured = {
+            let workload_in = workload.clone();
+            let report_columns = report_columns.clone();
+            let report = options.report.clone();
+            let table = estimated.table.clone();
+            let touched = estimated.touched.clone();
+            tokio::task::spawn_blocking(move || {
+                measure(
+                    &table,
+                    workload_in,
+                    report_columns.as_deref(),
+                    &report,
+                    Some(touched),
+                )
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("the measuring task failed: {e}")))??
+        };
+        let (mut combination, predicates, names) = measured;
+        if workload.is_none() {
+            workload = Some(predicates);
+            columns_used = names;
+        }
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "a size"
+        )]
+        let simulated = ((estimated.target_file_bytes as f64 * fraction).round() as u64).max(1);
+        combination.layout = estimated.layout.name();
+        combination.target_file_bytes = estimated.target_file_bytes;
+        combination.simulated_target_bytes = simulated;
+        combination.build_ms = estimated
+            .build_ms
+            .saturating_add(u64::try_from(measured_at.elapsed().as_millis()).unwrap_or(u64::MAX));
+        combinations.push(combination);
     }
     progress.phase_finished(Scope::Run, Phase::Sweep);
     mark_pareto(&mut combinations);
     Ok(SweepReport {
-        table: table.display_location(),
-        version: table.version,
+        table: location,
+        version,
         rows: totals.rows,
         bytes: totals.bytes,
         sample_fraction: fraction,
@@ -653,6 +569,249 @@ async fn sweep_estimated(
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         selected_by: None,
     })
+}
+
+/// The measured queries when a workload replaces the generated ones (`--workload` without
+/// `--predicates`), each with its runs; `None` otherwise.
+fn weighted(options: &SweepOptions) -> Option<Vec<(Predicate, u64)>> {
+    if !options.report.predicates.is_empty() {
+        return None;
+    }
+    options.workload.as_ref().map(|w| {
+        w.queries
+            .iter()
+            .map(|q| (q.predicate.clone(), q.weight))
+            .collect()
+    })
+}
+
+/// A resolved column as a leaf to read.
+fn as_leaf(c: &crate::pruning::ColumnRef) -> crate::table::LeafColumn {
+    crate::table::LeafColumn {
+        logical: c.logical.clone(),
+        physical: c.physical.clone(),
+        data_type: c.data_type.clone(),
+    }
+}
+
+/// Adds the data columns `predicate` reads to `needed`.
+fn add_columns(
+    table: &TableView,
+    predicate: &Predicate,
+    needed: &mut Vec<crate::table::LeafColumn>,
+) -> Result<()> {
+    let pruner = crate::pruning::Pruner::new(table, predicate)?;
+    for column in pruner.columns() {
+        if column.partition_index.is_none() && !needed.iter().any(|l| l.physical == column.physical)
+        {
+            needed.push(as_leaf(column));
+        }
+    }
+    Ok(())
+}
+
+/// Layouts to estimate from a table's rows, read once ([`estimate_layouts`]): shared by
+/// `sweep --estimate` and `recommend`.
+pub(crate) struct EstimateJob {
+    /// The layouts, each at every target size.
+    pub layouts: Vec<Layout>,
+    /// Target file sizes, bytes.
+    pub target_sizes: Vec<u64>,
+    /// Share of the rows read (1.0: every row).
+    pub fraction: f64,
+    /// Seed of the row sample and the simulated updates.
+    pub seed: u64,
+    /// The workload a [`Layout::Cuts`] tree is fitted to.
+    pub workload: Option<Arc<crate::workload::Workload>>,
+    /// Columns to read besides those the layouts and their stats need.
+    pub needed: Vec<crate::table::LeafColumn>,
+    /// Stops the job.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// One layout at one target size, estimated.
+pub(crate) struct EstimatedLayout {
+    /// The layout.
+    pub layout: Layout,
+    /// Its target size, bytes.
+    pub target_file_bytes: u64,
+    /// The table as the estimate lays it out.
+    pub table: Arc<TableView>,
+    /// Per update fraction, per file: whether the update touches it.
+    pub touched: Vec<Vec<bool>>,
+    /// Time to plan and estimate it, milliseconds.
+    pub build_ms: u64,
+    /// Input bytes its plan rewrites (the bytes a build would read).
+    pub rewrite_bytes: u64,
+}
+
+/// The plan options of `layout` at `target`, as a build plans it: every file rewritten, a
+/// curve or cut tree over every file (`full`).
+fn layout_plan(
+    layout: &Layout,
+    target: u64,
+    workload: Option<&Arc<crate::workload::Workload>>,
+) -> Result<PlanOptions> {
+    let mut plan = PlanOptions::default()
+        .with_target_file_bytes(Some(target))
+        .with_rewrite_all(true);
+    let request = match layout {
+        Layout::Compact => None,
+        Layout::Curve { curve, columns } => Some(ClusterRequest::new(*curve, columns.clone())),
+        Layout::Cuts => {
+            let workload = workload.ok_or_else(|| {
+                Error::invalid_option(
+                    crate::Setting::Layouts,
+                    "'cuts' needs a workload to fit its tree to (--workload)",
+                )
+            })?;
+            Some(ClusterRequest::cuts(workload.as_ref().clone()))
+        }
+    };
+    if let Some(mut request) = request {
+        request.full = true;
+        plan = plan.with_clustering(Some(request));
+    }
+    Ok(plan)
+}
+
+/// Estimates every layout of `job` at every target size from `table`'s rows, read once
+/// (see the [`estimate`] module), calling `advanced` after each. Planned and read as the
+/// scratch tables of a build are: without the clustering columns or row tracking the table
+/// declares (a scratch log leaves them out).
+///
+/// # Errors
+/// What planning returns for a layout (named as [`crate::Setting::Layouts`]); the read
+/// errors of the files; [`Error::Cancelled`].
+pub(crate) async fn estimate_layouts(
+    table: TableView,
+    job: &EstimateJob,
+    advanced: &(dyn Fn() + Sync),
+) -> Result<Vec<EstimatedLayout>> {
+    let mut table = table;
+    table.clustering_columns = None;
+    table.row_tracking = None;
+    let indexed = crate::rewrite::stats::indexed_columns(&table)?;
+    let mut needed = job.needed.clone();
+    let mut plans: Vec<(Layout, u64, crate::plan::Plan, u64)> = Vec::new();
+    for layout in &job.layouts {
+        for &target in &job.target_sizes {
+            let planned = Instant::now();
+            // Planned as a build plans: sized by the output ratio measured on the sample of
+            // files this plan draws (and cut trees grown on a row sample).
+            let build = OptimizeOptions::default()
+                .with_plan(layout_plan(layout, target, job.workload.as_ref())?)
+                .with_cancel(job.cancel.clone())
+                .with_sample((job.fraction < 1.0).then_some((job.fraction, job.seed)));
+            let plan = crate::prepare::plan_sized(&table, &build)
+                .await
+                .map_err(|e| as_layout_error(e, layout))?;
+            if let Some(clustering) = &plan.clustering {
+                for leaf in &clustering.leaves {
+                    if !needed.iter().any(|l| l.physical == leaf.physical) {
+                        needed.push(leaf.clone());
+                    }
+                }
+            }
+            for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
+                for leaf in tree.cut_leaves(&table)? {
+                    if !needed.iter().any(|l| l.physical == leaf.physical) {
+                        needed.push(leaf);
+                    }
+                }
+            }
+            let ms = u64::try_from(planned.elapsed().as_millis()).unwrap_or(u64::MAX);
+            plans.push((layout.clone(), target, plan, ms));
+        }
+    }
+    let with_tight_bounds = table
+        .protocol
+        .effective_features()
+        .iter()
+        .any(|f| f == "deletionVectors");
+    let mut reader = crate::rewrite::read::Reader::for_table(&table)?;
+    reader.sample = (job.fraction < 1.0).then_some((job.fraction, job.seed));
+    reader.cancel = Some(job.cancel.clone());
+    let table = Arc::new(table);
+    let rows = {
+        let table = table.clone();
+        let needed = needed.clone();
+        let seed = job.seed;
+        tokio::task::spawn_blocking(move || {
+            estimate::Rows::read(&table, &reader, &needed, &UPDATE_FRACTIONS, seed)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("the reading task failed: {e}")))??
+    };
+    let rows = Arc::new(rows);
+    let totals = table.totals();
+    let mut out = Vec::with_capacity(plans.len());
+    for (layout, target, plan, plan_ms) in plans {
+        if job.cancel.load(Ordering::SeqCst) {
+            return Err(Error::Cancelled);
+        }
+        let built = Instant::now();
+        // Stats as a build collects them: the indexed columns, the clustering columns and
+        // the columns of the cut trees, of those read.
+        let mut stats_leaves: Vec<crate::table::LeafColumn> = indexed
+            .iter()
+            .filter(|l| needed.iter().any(|n| n.physical == l.physical))
+            .cloned()
+            .collect();
+        if let Some(clustering) = &plan.clustering {
+            for leaf in &clustering.leaves {
+                if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
+                    stats_leaves.push(leaf.clone());
+                }
+            }
+        }
+        for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
+            for leaf in tree.cut_leaves(&table)? {
+                if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
+                    stats_leaves.push(leaf);
+                }
+            }
+        }
+        let rewrite_bytes = plan.input_bytes();
+        let fraction = job.fraction;
+        let estimated = {
+            let table = table.clone();
+            let rows = rows.clone();
+            let cancel = job.cancel.clone();
+            tokio::task::spawn_blocking(move || {
+                let settings = estimate::Settings {
+                    stats_leaves,
+                    with_tight_bounds,
+                    fraction,
+                    update_fractions: UPDATE_FRACTIONS.len(),
+                };
+                estimate::estimate(&table, &plan, &rows, &settings, &cancel)
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("the estimating task failed: {e}")))??
+        };
+        if totals.rows > 0 && estimated.table.totals().rows == 0 {
+            return Err(Error::invalid_option(
+                crate::Setting::Sample,
+                format!(
+                    "a sample of {fraction} keeps none of the table's {} rows",
+                    totals.rows
+                ),
+            ));
+        }
+        let build_ms = plan_ms
+            .saturating_add(u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX));
+        out.push(EstimatedLayout {
+            layout,
+            target_file_bytes: target,
+            table: Arc::new(estimated.table),
+            touched: estimated.touched,
+            build_ms,
+            rewrite_bytes,
+        });
+        advanced();
+    }
+    Ok(out)
 }
 
 /// The report's columns: `--columns`, else every curve column of the layouts, else the
@@ -677,7 +836,8 @@ fn report_columns(table: &TableView, options: &SweepOptions) -> Option<Vec<Strin
     Some(out)
 }
 
-type Measured = (Combination, Vec<Predicate>, Vec<String>);
+/// A measured combination, the weighted predicates it was measured on, and their columns.
+type Measured = (Combination, Vec<(Predicate, u64)>, Vec<String>);
 
 /// Measures one built layout: sizes, the workload (drawn here when `workload` is `None`),
 /// write amplification.
@@ -685,21 +845,23 @@ type Measured = (Combination, Vec<Predicate>, Vec<String>);
 /// reads the files and hashes their rows ([`files_touched`]).
 fn measure(
     table: &TableView,
-    workload: Option<Vec<Predicate>>,
+    workload: Option<Vec<(Predicate, u64)>>,
     columns: Option<&[String]>,
     options: &ReportOptions,
     touched: Option<Vec<Vec<bool>>>,
 ) -> Result<Measured> {
     let analysis = Analysis::new(table, columns)?;
     let names: Vec<String> = analysis.columns().iter().map(|c| c.name.clone()).collect();
-    let predicates = match workload {
+    let predicates: Vec<(Predicate, u64)> = match workload {
         Some(w) => w,
-        None if !options.predicates.is_empty() => options.predicates.clone(),
+        None if !options.predicates.is_empty() => {
+            options.predicates.iter().map(|p| (p.clone(), 1)).collect()
+        }
         None => analysis
             .workload(options, names.len() > 1 && columns.is_some())
             .queries
             .into_iter()
-            .map(|q| q.predicate)
+            .map(|q| (q.predicate, 1))
             .collect(),
     };
     let sizes: Vec<u64> = table.files.iter().map(|f| f.size_bytes).collect();
@@ -709,21 +871,23 @@ fn measure(
         .map(|f| f.num_live_rows().unwrap_or(0))
         .collect();
     let (mut files_scanned, mut bytes_scanned, mut rows_scanned) = (0f64, 0f64, 0f64);
-    for predicate in &predicates {
+    for (predicate, weight) in &predicates {
         let keep = analysis.may_match(predicate)?;
+        #[expect(clippy::cast_precision_loss, reason = "averages")]
+        let w = *weight as f64;
         for (i, k) in keep.iter().enumerate() {
             if *k {
-                files_scanned += 1.0;
+                files_scanned += w;
                 #[expect(clippy::cast_precision_loss, reason = "averages")]
                 {
-                    bytes_scanned += sizes[i] as f64;
-                    rows_scanned += rows[i] as f64;
+                    bytes_scanned += w * sizes[i] as f64;
+                    rows_scanned += w * rows[i] as f64;
                 }
             }
         }
     }
     #[expect(clippy::cast_precision_loss, reason = "averages")]
-    let n = predicates.len().max(1) as f64;
+    let n = predicates.iter().map(|(_, w)| *w).sum::<u64>().max(1) as f64;
     let touched = match touched {
         Some(touched) => touched,
         None => files_touched(table, &UPDATE_FRACTIONS, options.seed)?,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{BinResult, WorkOrder};
 use crate::error::{Error, Result};
-use crate::optimize::OptimizeOptions;
+use crate::prepare::OptimizeOptions;
 use crate::plan::Plan;
 use crate::progress::Progress;
 use crate::rewrite::{BinOutcome, WrittenFile, read::Reader};
@@ -65,7 +65,7 @@ pub async fn execute(
     let bins = plan.bins().count();
     progress.start(bins, plan.input_bytes());
     let (table, reader, result, progress) =
-        crate::optimize::write_bins(table, plan, &options, reader, progress).await?;
+        crate::rewrite::write_bins(table, plan, &options.execution(), reader, progress).await?;
     let outcomes = result?;
     let delete = async |reader: Reader, outcomes: &[BinOutcome]| {
         let written: Vec<WrittenFile> = outcomes.iter().flat_map(|o| o.written.clone()).collect();

@@ -10,7 +10,7 @@
 //!  └──────────────────────┘      └──────────────────────────────┘      └─────────────────────────┘
 //! ```
 //! `optimize` runs the same stages in one process: [`crate::plan::plan`], the shared execute
-//! step (`optimize::write_bins`) and [`crate::commit::actions`] + [`crate::commit::commit`].
+//! step (`rewrite::write_bins`) and [`crate::commit::actions`] + [`crate::commit::commit`].
 //!
 //! # The work order
 //! A [`WorkOrder`] is a JSON document ([`FORMAT_VERSION`], refused when unknown) that holds
@@ -60,7 +60,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::optimize::OptimizeOptions;
+use crate::prepare::OptimizeOptions;
 use crate::plan::cluster::{KeyRange, KeySpace};
 use crate::plan::{self, Bin, PartitionPlan, Plan};
 use crate::rewrite::{WrittenFile, read::Reader};
@@ -470,7 +470,7 @@ pub async fn plan(
 ) -> Result<WorkOrder> {
     let table = TableView::load(location, None).await?;
     table.protocol.check_writable(&table.display_location())?;
-    let mut plan = crate::optimize::plan_sized(&table, options).await?;
+    let mut plan = crate::prepare::plan_sized(&table, options).await?;
     if plan.run_id.is_empty() {
         plan.run_id = plan::new_run_id();
     }
@@ -562,13 +562,22 @@ async fn split_scopes(
                     reader.clone(),
                     sample.clone(),
                 );
+                let tree = plan.partitions[index].cut_tree.clone();
+                let partition_values = plan.partitions[index].raw_values.clone();
+                let sizes = crate::rewrite::cluster::RangeSizes::equal(
+                    wanted_ranges,
+                    bin.expected_output_bytes,
+                    plan.target_file_bytes,
+                );
                 tokio::task::spawn_blocking(move || {
+                    let tree = tree.map(|t| t.bind(&table)).transpose()?;
+                    let layout = crate::rewrite::cluster::Layout {
+                        clustering: &clustering,
+                        tree: tree.as_ref(),
+                        partition_values: &partition_values,
+                    };
                     crate::rewrite::cluster::sample_key_space(
-                        &table,
-                        &clustering,
-                        &reader,
-                        &sample,
-                        wanted_ranges,
+                        &table, &layout, &reader, &sample, &sizes,
                     )
                 })
                 .await

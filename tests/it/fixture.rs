@@ -372,9 +372,13 @@ pub fn synthetic_table(
         .iter()
         .map(|f| {
             let t = match f.data_type() {
-                deltalake::arrow::datatypes::DataType::Int64 => "long",
-                deltalake::arrow::datatypes::DataType::Float64 => "double",
-                deltalake::arrow::datatypes::DataType::Utf8 => "string",
+                deltalake::arrow::datatypes::DataType::Int64 => "long".to_string(),
+                deltalake::arrow::datatypes::DataType::Float64 => "double".to_string(),
+                deltalake::arrow::datatypes::DataType::Utf8 => "string".to_string(),
+                deltalake::arrow::datatypes::DataType::Date32 => "date".to_string(),
+                deltalake::arrow::datatypes::DataType::Decimal128(p, s) => {
+                    format!("decimal({p},{s})")
+                }
                 other => panic!("unsupported synthetic type {other}"),
             };
             serde_json::json!({"name": f.name(), "type": t, "nullable": true, "metadata": {}})

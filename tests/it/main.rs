@@ -4,6 +4,7 @@ mod cli;
 mod cluster;
 mod commit;
 mod compaction;
+mod cuts;
 mod deletion_vectors;
 mod faults;
 mod features;

@@ -303,6 +303,7 @@ fn sweep_counts_combinations() {
         estimate: false,
         predicate: None,
         include_unknown: false,
+        workload: None,
     };
     let report = runtime()
         .block_on(delta_layout::sweep::sweep(

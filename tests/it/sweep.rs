@@ -28,6 +28,7 @@ fn options(layouts: Vec<Layout>, sizes: Vec<u64>, sample: Option<f64>) -> SweepO
         estimate: false,
         predicate: None,
         include_unknown: false,
+        workload: None,
     }
 }
 

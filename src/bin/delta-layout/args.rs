@@ -44,6 +44,20 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Delete files that no version inside the retention needs (Delta's VACUUM).
     Vacuum(VacuumArgs),
+    /// Recommend a layout (columns, curve or cut tree, file size) for a workload of queries,
+    /// with the files and bytes each candidate would scan; the table is not written.
+    ///
+    /// The workload is split into training and test queries (--holdout); candidate columns
+    /// are ranked by how often the training queries filter them and how many rows their
+    /// filters rule out; compaction, a linear sort, Z-order and Hilbert curves on the best
+    /// columns, and a cut tree fitted to the training queries are estimated at each target
+    /// size from one read of a row sample (as sweep --estimate), ranked by bytes scanned
+    /// plus --file-cost per file opened, and scored on the test queries too. Prints the
+    /// ranking and the optimize command line of the pick.
+    Recommend(RecommendArgs),
+    /// Workload files: `workload extract` turns a SQL query history into one.
+    #[command(subcommand)]
+    Workload(WorkloadCommand),
     /// List the OPTIMIZE runs of a table, newest first, from its commits' commitInfo.
     ///
     /// Like DESCRIBE HISTORY, for OPTIMIZE only, from any writer (Spark, Databricks,
@@ -53,6 +67,82 @@ pub enum Command {
     /// columns, files and bytes removed and added (operationMetrics; "-" when the writer
     /// recorded none) and engineInfo. Only the commits still in the log are read.
     History(HistoryArgs),
+}
+
+/// `recommend` arguments.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct RecommendArgs {
+    /// Table location: a local path or a URL.
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+    /// The workload file: one predicate per line in the language of --where, over any
+    /// column, with `WEIGHT<TAB>` before it for a query that ran WEIGHT times; # comments.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub workload: std::path::PathBuf,
+    /// Target file sizes to try (comma-separated; units: 64MiB, 1GB, or bytes).
+    #[arg(
+        long,
+        value_name = "SIZES",
+        value_delimiter = ',',
+        default_value = "64MiB,128MiB,256MiB,512MiB,1GiB"
+    )]
+    pub target_sizes: Vec<String>,
+    /// Share of the queries held out to score the pick, in [0, 1) (0: choose and score on
+    /// every query).
+    #[arg(long, value_name = "F", default_value_t = delta_layout::workload::DEFAULT_HOLDOUT)]
+    pub holdout: f64,
+    /// Seed of the split into training and test queries and of the row sample.
+    #[arg(long, value_name = "NUM", default_value_t = delta_layout::workload::DEFAULT_SPLIT_SEED)]
+    pub seed: u64,
+    /// Estimate from a seeded sample of this share of the rows, in (0, 1] [default: every
+    /// row up to 2,000,000, then a sample of about that many].
+    #[arg(long, value_name = "F")]
+    pub sample: Option<f64>,
+    /// Candidate columns the curves combine, 1 to 6.
+    #[arg(long, value_name = "NUM", default_value_t = delta_layout::recommend::DEFAULT_MAX_COLUMNS)]
+    pub max_columns: usize,
+    /// What a query pays to open one file, in bytes read (units as sizes): the ranking's
+    /// cost is bytes scanned plus this per file scanned.
+    #[arg(long, value_name = "SIZE", default_value = "4MiB")]
+    pub file_cost: String,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `workload` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum WorkloadCommand {
+    /// Turn a file of SQL statements (a query history export: Spark SQL, Databricks SQL,
+    /// Trino) into a workload file: the filters each statement applies to one table.
+    ///
+    /// For every scan of the table (FROM or JOIN, in subqueries, CTEs and set operations
+    /// too), the conjuncts of its WHERE and ON clauses that refer to the table's columns
+    /// only and can skip files (comparisons with literals, BETWEEN, IN, IS NULL, AND, OR,
+    /// NOT; literal date arithmetic is folded) make one predicate; identical predicates are
+    /// counted together. Statements that cannot be parsed, do not read the table, or
+    /// filter nothing of it are listed on standard error with the reason.
+    Extract(ExtractArgs),
+}
+
+/// `workload extract` arguments.
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// The SQL file: statements separated by `;`.
+    #[arg(value_name = "SQLFILE")]
+    pub sql: std::path::PathBuf,
+    /// The table's name as the queries write it (`lineitem`, or `db.schema.lineitem` to
+    /// match only names qualified that way).
+    #[arg(long, value_name = "NAME")]
+    pub table: String,
+    /// The Delta table (a path or URL) whose columns unqualified column names are matched
+    /// against; without it only columns qualified with the table's name or alias count.
+    #[arg(long, value_name = "TABLE")]
+    pub schema: Option<String>,
+    /// Write the workload file here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 /// `vacuum` arguments.
@@ -106,8 +196,9 @@ pub struct SweepArgs {
     /// Target file sizes to try (comma-separated; units: 4MiB, 1GB, or bytes).
     #[arg(long, value_name = "SIZES", value_delimiter = ',', required = true)]
     pub target_sizes: Vec<String>,
-    /// A layout to try (repeatable): compact, zorder:COLS or hilbert:COLS. Defaults to
-    /// compact, plus zorder: and hilbert: on the table's clustering columns or --columns.
+    /// A layout to try (repeatable): compact, zorder:COLS, hilbert:COLS or cuts (a cut tree
+    /// fitted to --workload). Defaults to compact, plus zorder: and hilbert: on the table's
+    /// clustering columns or --columns, plus cuts with --workload.
     #[arg(long = "layout", value_name = "SPEC")]
     pub layouts: Vec<String>,
     /// Columns the generated predicates filter (comma-separated); default: the curve
@@ -136,6 +227,11 @@ pub struct SweepArgs {
     /// Predicates to measure instead of generated ones (one per line, as report --predicates).
     #[arg(long, value_name = "FILE")]
     pub predicates: Option<std::path::PathBuf>,
+    /// A workload file (weighted predicates, as optimize --workload takes): the queries the
+    /// `cuts` layout fits its tree to, and (without --predicates) the queries measured, each
+    /// weighted by its runs.
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<std::path::PathBuf>,
     /// Generated predicates per column (as report).
     #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_QUERIES)]
     pub queries: usize,
@@ -218,6 +314,11 @@ pub struct ReportArgs {
     /// Seed of the generated predicates.
     #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_SEED, help_heading = "Workload")]
     pub seed: u64,
+    /// Also score the layout on this workload file (weighted predicates, as optimize
+    /// --workload takes): files, bytes and rows scanned per run, and per query; and the
+    /// files laid out by cut trees.
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub workload: Option<std::path::PathBuf>,
     /// Target file size to count files against (units: 64MiB, 1GB, or bytes) [default: the
     /// table property delta.targetFileSize, else autotuned from the table size].
     #[arg(long, value_name = "SIZE", help_heading = "Input")]
@@ -342,8 +443,24 @@ pub struct PlanningArgs {
     )]
     pub zorder: Option<Vec<String>>,
     /// Cluster along a Hilbert curve over 1 to 6 columns (as --zorder; better locality).
-    #[arg(long, value_name = "COLS", help_heading = "Curve")]
+    #[arg(long, value_name = "COLS", conflicts_with = "workload", help_heading = "Curve")]
     pub hilbert: Option<Vec<String>>,
+    /// Lay rows out by a cut tree fitted to the queries of this workload file (one
+    /// predicate per line, `WEIGHT<TAB>` before it for queries that ran more than once).
+    ///
+    /// The tree is grown on a sample of each partition: each node cuts its rows by the
+    /// workload predicate that lets the most weighted query rows be skipped, down to leaves
+    /// of about one target file; inside a leaf rows follow a Hilbert curve over the most
+    /// used columns. The tree is recorded in the commit and the files' tags: a re-run on an
+    /// unchanged table does nothing, and new rows are routed through the same tree; another
+    /// workload or --full builds a new one.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "zorder",
+        help_heading = "Curve"
+    )]
+    pub workload: Option<std::path::PathBuf>,
     /// Cubes of clustered files this large are sealed and left alone (units as sizes).
     ///
     /// A re-run clusters only new files together with cubes below this size. Defaults to

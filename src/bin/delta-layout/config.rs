@@ -18,6 +18,12 @@ pub fn size(setting: delta_layout::Setting, text: Option<&str>) -> anyhow::Resul
 }
 
 fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
+    if let Some(path) = &args.workload {
+        let mut request = ClusterRequest::cuts(delta_layout::workload::Workload::read(path)?);
+        request.cube_bytes = size(delta_layout::Setting::CubeSize, args.cube_size.as_deref())?;
+        request.full = args.full;
+        return Ok(Some(request));
+    }
     let (curve, columns) = match (&args.zorder, &args.hilbert) {
         (Some(columns), _) => (Curve::ZOrder, columns.clone()),
         (None, Some(columns)) => (Curve::Hilbert, columns.clone()),
@@ -124,7 +130,9 @@ pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> 
         .with_max_deleted_ratio(args.max_deleted_ratio.unwrap_or(DEFAULT_MAX_DELETED_RATIO))
         .with_predicate(args.predicate.clone())
         .with_include_unknown(args.where_include_unknown)
-        .with_include_clustered(args.full && args.zorder.is_none() && args.hilbert.is_none())
+        .with_include_clustered(
+            args.full && args.zorder.is_none() && args.hilbert.is_none() && args.workload.is_none(),
+        )
         .with_clustering(clustering(args)?);
     plan.validate()?;
     let memory_limit = size(
@@ -202,6 +210,15 @@ pub fn sweep_options(
             }
         }
     }
+    let workload = args
+        .workload
+        .as_deref()
+        .map(delta_layout::workload::Workload::read)
+        .transpose()?
+        .map(std::sync::Arc::new);
+    if workload.is_some() && args.layouts.is_empty() {
+        layouts.push(Layout::Cuts);
+    }
     let predicates = match &args.predicates {
         None => Vec::new(),
         Some(path) => read_predicates(path)?.into_iter().map(|(p, _)| p).collect(),
@@ -235,5 +252,36 @@ pub fn sweep_options(
         estimate: args.estimate,
         predicate: args.predicate.clone(),
         include_unknown: args.where_include_unknown,
+        workload,
     })
+}
+
+/// Builds the library options of `recommend`.
+pub fn recommend_options(
+    args: &super::args::RecommendArgs,
+) -> anyhow::Result<delta_layout::recommend::RecommendOptions> {
+    let mut target_sizes = Vec::new();
+    for text in &args.target_sizes {
+        target_sizes.push(delta_layout::size::parse_size(
+            delta_layout::Setting::TargetSizes,
+            text.trim(),
+        )?);
+    }
+    let file_cost_bytes =
+        delta_layout::size::parse_size(delta_layout::Setting::FileCost, args.file_cost.trim())?;
+    let mut options = delta_layout::recommend::RecommendOptions::default();
+    options.target_sizes = target_sizes;
+    options.holdout = args.holdout;
+    options.seed = args.seed;
+    options.sample = args.sample;
+    options.max_columns = args.max_columns;
+    options.file_cost_bytes = file_cost_bytes;
+    options.validate().map_err(|e| match e {
+        delta_layout::Error::InvalidOption {
+            option: delta_layout::Setting::CurveColumns(_),
+            message,
+        } => super::words::bad_flag("--max-columns", message),
+        other => other.into(),
+    })?;
+    Ok(options)
 }

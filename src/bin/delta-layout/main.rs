@@ -201,7 +201,11 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
             split("--zorder", &mut args.planning.zorder)?;
             split("--hilbert", &mut args.planning.hilbert)
         }
-        Command::Vacuum(_) | Command::Execute(_) | Command::Commit(_) => Ok(()),
+        Command::Vacuum(_)
+        | Command::Execute(_)
+        | Command::Commit(_)
+        | Command::Recommend(_)
+        | Command::Workload(_) => Ok(()),
     }
 }
 
@@ -264,7 +268,105 @@ fn run(
         Command::History(args) => run_history(&context, args),
         Command::Verify(args) => run_verify(&context, args),
         Command::Optimize(args) => run_optimize(&context, args),
+        Command::Recommend(args) => run_recommend(&context, args),
+        Command::Workload(args::WorkloadCommand::Extract(args)) => run_extract(&context, args),
     }
+}
+
+/// The `recommend` command: parses nothing more, runs it, prints its output; the exit code.
+fn run_recommend(context: &Context, args: args::RecommendArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let mut out = context.stdout.borrow_mut();
+    let mut stdout: &mut dyn std::io::Write = &mut **out;
+    let mut options = config::recommend_options(&args)?;
+    let workload = delta_layout::workload::Workload::read(&args.workload)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    if context.signals {
+        cancel_on_signal(runtime, cancel.clone());
+    }
+    options.cancel = cancel;
+    let recommendation = runtime.block_on(delta_layout::recommend::recommend(
+        at(&args.table),
+        &workload,
+        &args.workload.display().to_string(),
+        &options,
+    ))?;
+    if args.json {
+        // A string first: a closed pipe then surfaces as an io::Error (exit 0).
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&recommendation)?)?;
+    } else {
+        render::recommend(&mut stdout, &recommendation)?;
+    }
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `workload extract` command: reads the SQL file, writes the workload file, lists what
+/// was skipped on standard error; the exit code (2 when no predicate was found).
+fn run_extract(context: &Context, args: args::ExtractArgs) -> anyhow::Result<ExitCode> {
+    let (runtime, _, at) = context.parts();
+    let sql = std::fs::read_to_string(&args.sql).map_err(|e| {
+        anyhow::anyhow!("cannot read SQL file '{}': {e}", args.sql.display())
+    })?;
+    let columns: Vec<String> = match &args.schema {
+        Some(location) => {
+            let table =
+                runtime.block_on(delta_layout::table::TableView::load(at(location), None))?;
+            table.schema.fields().map(|f| f.name().clone()).collect()
+        }
+        None => Vec::new(),
+    };
+    let extraction = delta_layout::workload::extract::extract(&sql, &args.table, &columns);
+    let mut text = format!(
+        "# workload of table {} from {} ({} statements, {} scans of the table)\n",
+        args.table,
+        args.sql.display(),
+        extraction.statements,
+        extraction.scans
+    );
+    for predicate in &extraction.predicates {
+        text.push_str(&format!("{}\t{}\n", predicate.count, predicate.text));
+    }
+    {
+        let mut err = context.stderr.borrow_mut();
+        for skipped in &extraction.skipped {
+            writeln!(
+                err,
+                "delta-layout: statement {} (line {}) skipped: {}",
+                skipped.statement, skipped.line, skipped.reason
+            )?;
+        }
+        writeln!(
+            err,
+            "delta-layout: {} predicates ({} runs) from {} of {} statements",
+            extraction.predicates.len(),
+            extraction.predicates.iter().map(|p| p.count).sum::<u64>(),
+            extraction.statements - extraction.skipped.iter().map(|s| s.statement).collect::<std::collections::BTreeSet<_>>().len(),
+            extraction.statements
+        )?;
+    }
+    // What was written must read back as a workload.
+    if !extraction.predicates.is_empty() {
+        delta_layout::workload::Workload::parse(&text, "the extracted workload")?;
+    }
+    match &args.out {
+        Some(path) => std::fs::write(path, &text).map_err(|e| {
+            words::bad_flag("--out", format!("cannot write '{}': {e}", path.display()))
+        })?,
+        None => {
+            let mut out = context.stdout.borrow_mut();
+            write!(out, "{text}")?;
+            out.flush()?;
+        }
+    }
+    if extraction.predicates.is_empty() {
+        anyhow::bail!(
+            "no statement of '{}' filters table {} by a predicate that can skip files",
+            args.sql.display(),
+            args.table
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What every command needs: the async runtime, the storage options of `--storage-option`,
@@ -359,6 +461,11 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
     let mut out = context.stdout.borrow_mut();
     let mut stdout: &mut dyn std::io::Write = &mut **out;
     let (options, lines) = config::report_options(&args)?;
+    let workload = args
+        .workload
+        .as_deref()
+        .map(delta_layout::workload::Workload::read)
+        .transpose()?;
     let table = runtime.block_on(delta_layout::table::TableView::load(
         at(&args.table),
         args.version,
@@ -417,6 +524,15 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
         let mut comparison = delta_layout::report::compare(&before, &table, &options)?;
         comparison.before.selected_by = before_selected;
         comparison.after.selected_by = after_selected;
+        let scores = workload
+            .as_ref()
+            .map(|w| {
+                Ok::<_, delta_layout::Error>((
+                    delta_layout::workload::score::score(&before, w)?,
+                    delta_layout::workload::score::score(&table, w)?,
+                ))
+            })
+            .transpose()?;
         if let Some(path) = &args.html {
             write_html(
                 path,
@@ -424,22 +540,43 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
             )?;
         }
         if args.json {
+            let mut value = serde_json::to_value(&comparison)?;
+            if let Some((before, after)) = &scores {
+                value["workload"] = serde_json::json!({"before": before, "after": after});
+            }
             // A string first: a closed pipe then surfaces as an io::Error (exit 0).
-            writeln!(stdout, "{}", serde_json::to_string_pretty(&comparison)?)?;
+            writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
         } else {
             render::comparison(&mut stdout, &comparison)?;
+            if let Some((before, after)) = &scores {
+                writeln!(stdout)?;
+                render::workload_change(&mut stdout, before, after)?;
+                render::workload_score(&mut stdout, "after", after)?;
+            }
         }
     } else {
         let mut report = delta_layout::report::report(&table, &options)?;
         report.selected_by = selected_by;
+        let score = workload
+            .as_ref()
+            .map(|w| delta_layout::workload::score::score(&table, w))
+            .transpose()?;
         if let Some(path) = &args.html {
             write_html(path, &delta_layout::report::html::render(None, &report))?;
         }
         if args.json {
+            let mut value = serde_json::to_value(&report)?;
+            if let Some(score) = &score {
+                value["workload"] = serde_json::to_value(score)?;
+            }
             // A string first: a closed pipe then surfaces as an io::Error (exit 0).
-            writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+            writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
         } else {
             render::report(&mut stdout, &report)?;
+            if let Some(score) = &score {
+                writeln!(stdout)?;
+                render::workload_score(&mut stdout, "workload", score)?;
+            }
         }
     }
     stdout.flush()?;
@@ -566,6 +703,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
     let report_columns = args.columns.clone();
     let with_report = !args.no_report && !args.dry_run;
     let location = args.table.clone();
+    let workload_path = args.planning.workload.clone();
     let cancel = Arc::new(AtomicBool::new(false));
     if context.signals {
         cancel_on_signal(runtime, cancel.clone());
@@ -610,6 +748,17 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
                 Ok::<_, delta_layout::Error>((before, after))
             });
             let result = result.and_then(|(before, after)| {
+                // A cut tree's run is scored on its workload.
+                let scores = match &workload_path {
+                    Some(path) => {
+                        let workload = delta_layout::workload::Workload::read(path)?;
+                        Some((
+                            delta_layout::workload::score::score(&before, &workload)?,
+                            delta_layout::workload::score::score(&after, &workload)?,
+                        ))
+                    }
+                    None => None,
+                };
                 // Clustering columns without min/max stats (binary) have nothing to
                 // report; columns named by --columns must all exist.
                 let columns: Vec<String> = columns
@@ -628,7 +777,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
                     target_file_bytes: Some(outcome.plan.target_file_bytes),
                     ..Default::default()
                 };
-                delta_layout::report::compare(&before, &after, &options)
+                Ok((delta_layout::report::compare(&before, &after, &options)?, scores))
             });
             match result {
                 Ok(comparison) => Some(comparison),
@@ -644,12 +793,18 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
     };
     if json {
         let mut value = render::optimize_json(&outcome);
-        value["report"] = serde_json::to_value(&comparison)?;
+        value["report"] = serde_json::to_value(comparison.as_ref().map(|c| &c.0))?;
+        if let Some((_, Some((before, after)))) = &comparison {
+            value["workload"] = serde_json::json!({"before": before, "after": after});
+        }
         // A string first: a closed pipe then surfaces as an io::Error (exit 0).
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
-    } else if let Some(comparison) = &comparison {
+    } else if let Some((comparison, scores)) = &comparison {
         writeln!(stdout)?;
         render::comparison(&mut stdout, comparison)?;
+        if let Some((before, after)) = scores {
+            render::workload_change(&mut stdout, before, after)?;
+        }
     }
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -895,3 +895,203 @@ pub fn plan(out: &mut impl Write, plan: &delta_layout::plan::Plan) -> io::Result
         plan.output_ratio * 100.0
     )
 }
+
+/// A workload score: per run, files, bytes and rows scanned, and the heaviest queries.
+pub fn workload_score(
+    out: &mut impl Write,
+    title: &str,
+    w: &delta_layout::workload::score::WorkloadScore,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "{title}: {} queries, {} runs; per run {:.1} of {} files scanned ({} skipped), {} of {} ({} skipped), {:.0} rows",
+        w.queries,
+        w.runs,
+        w.files_scanned,
+        w.files,
+        percent(w.files_skipped),
+        format_size(w.bytes_scanned.round().max(0.0) as u64),
+        format_size(w.bytes),
+        percent(w.bytes_skipped),
+        w.rows_scanned
+    )?;
+    for tree in &w.cut_trees {
+        writeln!(
+            out,
+            "  cut tree {}: {} files over {} leaves",
+            tree.tree, tree.files, tree.leaves
+        )?;
+    }
+    let mut heaviest: Vec<&delta_layout::workload::score::QueryScore> = w.per_query.iter().collect();
+    heaviest.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.predicate.cmp(&b.predicate)));
+    for q in heaviest.iter().take(10) {
+        writeln!(
+            out,
+            "  {:>7} runs  {:>6} files  {:>10}  {}",
+            q.weight,
+            q.files_scanned,
+            format_size(q.bytes_scanned),
+            q.predicate
+        )?;
+    }
+    if heaviest.len() > 10 {
+        writeln!(out, "  ... {} more queries (--json lists them all)", heaviest.len() - 10)?;
+    }
+    Ok(())
+}
+
+/// Before and after of a run on its workload.
+pub fn workload_change(
+    out: &mut impl Write,
+    before: &delta_layout::workload::score::WorkloadScore,
+    after: &delta_layout::workload::score::WorkloadScore,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "workload   {} queries, {} runs: files scanned per run {:.1} of {} -> {:.1} of {} ({} -> {} skipped); bytes {} -> {} ({} -> {} skipped)",
+        after.queries,
+        after.runs,
+        before.files_scanned,
+        before.files,
+        after.files_scanned,
+        after.files,
+        percent(before.files_skipped),
+        percent(after.files_skipped),
+        format_size(before.bytes_scanned.round().max(0.0) as u64),
+        format_size(after.bytes_scanned.round().max(0.0) as u64),
+        percent(before.bytes_skipped),
+        percent(after.bytes_skipped),
+    )
+}
+
+/// The `recommend` ranking and the pick.
+pub fn recommend(
+    out: &mut impl Write,
+    r: &delta_layout::recommend::Recommendation,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "table      {} (version {}), {} files, {}, {} rows",
+        r.table,
+        r.version,
+        r.files,
+        format_size(r.bytes),
+        r.rows
+    )?;
+    writeln!(
+        out,
+        "workload   {} training queries ({} runs), {} test queries ({} runs) held out (holdout {}, seed {})",
+        r.train_queries, r.train_runs, r.test_queries, r.test_runs, r.holdout, r.seed
+    )?;
+    if r.sample_fraction < 1.0 {
+        writeln!(
+            out,
+            "estimated  from a sample of {:.4} of the rows (files planned on the full table; bytes scaled to it)",
+            r.sample_fraction
+        )?;
+    }
+    writeln!(out, "\ncolumns (training queries)")?;
+    writeln!(
+        out,
+        "  {:<32} {:>8} {:>12} {:>10}",
+        "column", "runs", "selectivity", "score"
+    )?;
+    for c in &r.columns {
+        writeln!(
+            out,
+            "  {:<32} {:>8} {:>12} {:>10.1}",
+            c.column,
+            c.runs,
+            format!("{:.4}", c.selectivity),
+            c.score
+        )?;
+    }
+    writeln!(
+        out,
+        "\ncandidates, best first (cost per run = bytes scanned + {} per file scanned)",
+        format_size(r.file_cost_bytes)
+    )?;
+    writeln!(
+        out,
+        "  {:<4} {:<40} {:>9} {:>7} {:>12} {:>12} {:>10} {:>12} {:>10} {:>10}",
+        "rank",
+        "layout",
+        "target",
+        "files",
+        "files/run",
+        "bytes/run",
+        "skipped",
+        "test files",
+        "test skip",
+        "rewrite"
+    )?;
+    let row = |out: &mut dyn Write,
+               rank: &str,
+               layout: &str,
+               target: &str,
+               files: u64,
+               train: &delta_layout::recommend::Figures,
+               test: Option<&delta_layout::recommend::Figures>,
+               rewrite: &str|
+     -> io::Result<()> {
+        writeln!(
+            out,
+            "  {:<4} {:<40} {:>9} {:>7} {:>12.1} {:>12} {:>10} {:>12} {:>10} {:>10}",
+            rank,
+            layout,
+            target,
+            files,
+            train.files_scanned,
+            format_size(train.bytes_scanned.round().max(0.0) as u64),
+            percent(train.files_skipped),
+            test.map_or("-".to_string(), |t| format!("{:.1}", t.files_scanned)),
+            test.map_or("-".to_string(), |t| percent(t.files_skipped)),
+            rewrite
+        )
+    };
+    row(
+        out,
+        "now",
+        "(the table as it is)",
+        "-",
+        r.current.files,
+        &r.current.train,
+        r.current.test.as_ref(),
+        "-",
+    )?;
+    for (i, c) in r.candidates.iter().enumerate() {
+        let layout = if c.layout.starts_with("hilbert:") && !c.layout.contains(',') {
+            format!("{} (sort)", c.layout)
+        } else {
+            c.layout.clone()
+        };
+        row(
+            out,
+            &(i + 1).to_string(),
+            &layout,
+            &format_size(c.target_file_bytes),
+            c.files,
+            &c.train,
+            c.test.as_ref(),
+            &format_size(c.rewrite_bytes),
+        )?;
+    }
+    if let Some(pick) = r.candidates.first() {
+        let now = r.current.test.unwrap_or(r.current.train);
+        let then = pick.test.unwrap_or(pick.train);
+        writeln!(
+            out,
+            "\npick       {} at {}: {:.1} files and {} per run on the {} queries, against {:.1} files and {} now",
+            pick.layout,
+            format_size(pick.target_file_bytes),
+            then.files_scanned,
+            format_size(then.bytes_scanned.round().max(0.0) as u64),
+            if pick.test.is_some() { "test" } else { "training" },
+            now.files_scanned,
+            format_size(now.bytes_scanned.round().max(0.0) as u64),
+        )?;
+        writeln!(out, "command    {}", r.command)?;
+    }
+    Ok(())
+}
+

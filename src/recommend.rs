@@ -1,0 +1,547 @@
+//! `recommend`: the layout a workload asks for, chosen with numbers.
+//!
+//! # Algorithm
+//! 1. The workload ([`crate::workload`]) is split into training and test queries
+//!    ([`Workload::split`], seeded by line text): the choice is made on the training queries
+//!    and scored on the test queries, so the user sees whether it generalizes.
+//! 2. **Candidate columns**: each data column the training queries filter, scored by the
+//!    runs that filter it times the share of rows its conjuncts rule out, measured on a
+//!    sample of the table's rows ([`crate::filter`]): `score = sum over queries of runs x (1 -
+//!    selectivity)`. The best [`RecommendOptions::max_columns`] are kept, best first.
+//! 3. **Candidate layouts**: compaction only; a linear sort on the best column (a Hilbert
+//!    curve over one column is a plain sort); Z-order and Hilbert curves over the best 2 to
+//!    `max_columns` columns; and a cut tree fitted to the training queries
+//!    ([`crate::plan::cuts`]); each at every target size (default 64 MiB to 1 GiB).
+//! 4. **Estimates**: every candidate's files and their min/max stats are computed from one
+//!    read of a seeded sample of the rows, by the machinery of `sweep --estimate`
+//!    ([`crate::sweep`]): the same plans, row orders and stats as a build, no Parquet
+//!    written. Each is scored on both parts of the workload ([`crate::workload::score`]),
+//!    and so is the table as it is now.
+//! 5. **Ranking** by the training queries' cost per run: the bytes scanned plus
+//!    [`RecommendOptions::file_cost_bytes`] for every file opened (a query pays a request's
+//!    latency per file, which small files multiply). Ties go to the smaller rewrite, then to
+//!    the larger target. The top candidate is the pick, with the exact `optimize` command
+//!    line that builds it.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::curve::Curve;
+use crate::error::{Error, Result};
+use crate::filter::RowFilter;
+use crate::predicate::Predicate;
+use crate::sweep::Layout;
+use crate::table::TableView;
+use crate::workload::Workload;
+use crate::workload::score::{WorkloadScore, score};
+
+/// Default target sizes tried: 64 MiB, 128 MiB, 256 MiB, 512 MiB and 1 GiB.
+pub const DEFAULT_TARGET_SIZES: [u64; 5] = [64 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30];
+/// Default number of candidate columns the curves combine: 4.
+pub const DEFAULT_MAX_COLUMNS: usize = 4;
+/// Default bytes a query pays to open one file: 4 MiB, about what an object store serves in
+/// the latency of one request (20 to 40 ms at 100 to 200 MB/s).
+pub const DEFAULT_FILE_COST_BYTES: u64 = 4 << 20;
+/// Default rows the estimates are made from: tables with more are sampled down to about
+/// this many rows.
+pub const DEFAULT_ESTIMATE_ROWS: u64 = 2_000_000;
+
+/// Options of [`recommend`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RecommendOptions {
+    /// Target file sizes to try, bytes. Defaults to [`DEFAULT_TARGET_SIZES`].
+    pub target_sizes: Vec<u64>,
+    /// Share of the queries held out to score the pick, in `[0, 1)`. Defaults to
+    /// [`crate::workload::DEFAULT_HOLDOUT`].
+    pub holdout: f64,
+    /// Seed of the split and the row sample. Defaults to
+    /// [`crate::workload::DEFAULT_SPLIT_SEED`].
+    pub seed: u64,
+    /// Share of the rows the estimates read, in `(0, 1]`; `None`: every row up to
+    /// [`DEFAULT_ESTIMATE_ROWS`], then a sample of about that many.
+    pub sample: Option<f64>,
+    /// Candidate columns the curves combine, 1 to [`crate::curve::MAX_DIMENSIONS`].
+    /// Defaults to [`DEFAULT_MAX_COLUMNS`].
+    pub max_columns: usize,
+    /// Bytes a query pays to open one file. Defaults to [`DEFAULT_FILE_COST_BYTES`].
+    pub file_cost_bytes: u64,
+    /// Set to stop.
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Default for RecommendOptions {
+    fn default() -> Self {
+        Self {
+            target_sizes: DEFAULT_TARGET_SIZES.to_vec(),
+            holdout: crate::workload::DEFAULT_HOLDOUT,
+            seed: crate::workload::DEFAULT_SPLIT_SEED,
+            sample: None,
+            max_columns: DEFAULT_MAX_COLUMNS,
+            file_cost_bytes: DEFAULT_FILE_COST_BYTES,
+            cancel: Arc::default(),
+        }
+    }
+}
+
+impl RecommendOptions {
+    /// Checks the options on their own.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the setting: no target size or a zero one, a holdout
+    /// outside `[0, 1)`, a sample outside `(0, 1]`, a column count outside 1 to 6.
+    pub fn validate(&self) -> Result<()> {
+        if self.target_sizes.is_empty() || self.target_sizes.contains(&0) {
+            return Err(Error::invalid_option(
+                crate::Setting::TargetSizes,
+                "needs at least one size, each greater than 0",
+            ));
+        }
+        if !(0.0..1.0).contains(&self.holdout) {
+            return Err(Error::invalid_option(
+                crate::Setting::Holdout,
+                format!("must be in [0, 1), got {}", self.holdout),
+            ));
+        }
+        if let Some(f) = self.sample
+            && !(f > 0.0 && f <= 1.0)
+        {
+            return Err(Error::invalid_option(
+                crate::Setting::Sample,
+                format!("must be in (0, 1], got {f}"),
+            ));
+        }
+        if !(1..=crate::curve::MAX_DIMENSIONS).contains(&self.max_columns) {
+            return Err(Error::invalid_option(
+                crate::Setting::CurveColumns(Curve::Hilbert),
+                format!(
+                    "takes 1 to {} candidate columns, not {}",
+                    crate::curve::MAX_DIMENSIONS,
+                    self.max_columns
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A column the training queries filter.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ColumnCandidate {
+    /// The column (dotted for nested fields).
+    pub column: String,
+    /// Runs of the queries that filter it.
+    pub runs: u64,
+    /// Share of the sampled rows its conjuncts keep, averaged over those runs.
+    pub selectivity: f64,
+    /// `sum of runs x (1 - selectivity)`: runs' worth of rows a sort on it alone could skip.
+    pub score: f64,
+}
+
+/// A layout's figures on one part of the workload, per run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Figures {
+    /// Files scanned.
+    pub files_scanned: f64,
+    /// Bytes scanned (at the table's full size, not the sample's).
+    pub bytes_scanned: f64,
+    /// Rows in the scanned files (at full size).
+    pub rows_scanned: f64,
+    /// Share of the files skipped.
+    pub files_skipped: f64,
+    /// Share of the bytes skipped.
+    pub bytes_skipped: f64,
+    /// `bytes_scanned + files_scanned x file_cost_bytes`.
+    pub cost: f64,
+}
+
+/// One candidate layout at one target size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// The layout: `compact`, `zorder:a,b`, `hilbert:a` (a linear sort), `cuts`.
+    pub layout: String,
+    /// The target file size, bytes.
+    pub target_file_bytes: u64,
+    /// Files the layout makes.
+    pub files: u64,
+    /// Their bytes (estimated, at full size).
+    pub bytes: u64,
+    /// Input bytes the rewrite reads to reach it.
+    pub rewrite_bytes: u64,
+    /// Figures on the training queries.
+    pub train: Figures,
+    /// Figures on the test queries; `None` without test queries.
+    pub test: Option<Figures>,
+    /// Time to plan and estimate it, milliseconds.
+    pub estimate_ms: u64,
+}
+
+/// The table as it is, scored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Current {
+    /// Files.
+    pub files: u64,
+    /// Figures on the training queries.
+    pub train: Figures,
+    /// Figures on the test queries.
+    pub test: Option<Figures>,
+}
+
+/// What [`recommend`] found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recommendation {
+    /// The table.
+    pub table: String,
+    /// Its version.
+    pub version: u64,
+    /// Its files, bytes and live rows.
+    pub files: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Live rows.
+    pub rows: u64,
+    /// Share of the rows the estimates read.
+    pub sample_fraction: f64,
+    /// Training queries and their runs.
+    pub train_queries: usize,
+    /// Runs of the training queries.
+    pub train_runs: u64,
+    /// Test queries (held out).
+    pub test_queries: usize,
+    /// Runs of the test queries.
+    pub test_runs: u64,
+    /// The holdout share and seed of the split.
+    pub holdout: f64,
+    /// The seed.
+    pub seed: u64,
+    /// Bytes a file open costs in [`Figures::cost`].
+    pub file_cost_bytes: u64,
+    /// The candidate columns, best first.
+    pub columns: Vec<ColumnCandidate>,
+    /// The table as it is.
+    pub current: Current,
+    /// Every candidate, best first (by training cost).
+    pub candidates: Vec<Candidate>,
+    /// The pick: `candidates[0]`, as the `optimize` command that builds it.
+    pub command: String,
+    /// Wall time, milliseconds.
+    pub duration_ms: u64,
+}
+
+/// Recommends a layout of the table at `location` for `workload` (see the module docs).
+/// `workload_path` is the workload's file as the user named it, for the command line of a
+/// cut tree. Must be called on a multi-threaded tokio runtime. Writes nothing.
+///
+/// # Errors
+/// [`Error::InvalidOption`] from [`RecommendOptions::validate`];
+/// [`Error::InvalidWorkload`] for a query that does not fit the table, or a workload whose
+/// training part filters no data column; read errors of the table's files;
+/// [`Error::Cancelled`].
+pub async fn recommend(
+    location: impl Into<crate::table::TableLocation>,
+    workload: &Workload,
+    workload_path: &str,
+    options: &RecommendOptions,
+) -> Result<Recommendation> {
+    let started = Instant::now();
+    options.validate()?;
+    let table = TableView::load(location, None).await?;
+    workload.bind(&table)?;
+    let (train, test) = workload.split(options.holdout, options.seed);
+    let totals = table.totals();
+    #[expect(clippy::cast_precision_loss, reason = "a fraction")]
+    let fraction = options.sample.unwrap_or_else(|| {
+        if totals.rows > DEFAULT_ESTIMATE_ROWS {
+            DEFAULT_ESTIMATE_ROWS as f64 / totals.rows as f64
+        } else {
+            1.0
+        }
+    });
+
+    // 2. Candidate columns, on a row sample of the whole table.
+    let columns = {
+        let table = table.clone();
+        let train = train.clone();
+        tokio::task::spawn_blocking(move || candidate_columns(&table, &train))
+            .await
+            .map_err(|e| Error::Internal(format!("the column task failed: {e}")))??
+    };
+    let mut best: Vec<String> = columns
+        .iter()
+        .filter(|c| c.score > 0.0)
+        .map(|c| c.column.clone())
+        .collect();
+    best.truncate(options.max_columns);
+    if best.is_empty() {
+        return Err(Error::InvalidWorkload {
+            file: workload.source.clone(),
+            line: 0,
+            message: "has no training query that filters a data column and rules out rows of the table's sample: no layout can help it".into(),
+        });
+    }
+
+    // 3. Candidate layouts.
+    let mut layouts = vec![
+        Layout::Compact,
+        Layout::Curve {
+            curve: Curve::Hilbert,
+            columns: vec![best[0].clone()],
+        },
+    ];
+    for n in 2..=best.len() {
+        for curve in Curve::ALL {
+            layouts.push(Layout::Curve {
+                curve,
+                columns: best[..n].to_vec(),
+            });
+        }
+    }
+    layouts.push(Layout::Cuts);
+
+    // 4. Estimates, scored.
+    let mut needed = Vec::new();
+    for query in &workload.queries {
+        for column in crate::pruning::Pruner::new(&table, &query.predicate)?.columns() {
+            if column.partition_index.is_none()
+                && !needed
+                    .iter()
+                    .any(|l: &crate::table::LeafColumn| l.physical == column.physical)
+            {
+                needed.push(crate::table::LeafColumn {
+                    logical: column.logical.clone(),
+                    physical: column.physical.clone(),
+                    data_type: column.data_type.clone(),
+                });
+            }
+        }
+    }
+    let job = crate::sweep::EstimateJob {
+        layouts,
+        target_sizes: options.target_sizes.clone(),
+        fraction,
+        seed: options.seed,
+        workload: Some(Arc::new(train.clone())),
+        needed,
+        cancel: options.cancel.clone(),
+    };
+    let current = {
+        let figures = |w: &Workload| -> Result<Figures> {
+            Ok(figures(&score(&table, w)?, 1.0, options.file_cost_bytes))
+        };
+        Current {
+            files: totals.files,
+            train: figures(&train)?,
+            test: (!test.queries.is_empty()).then(|| figures(&test)).transpose()?,
+        }
+    };
+    let estimates = crate::sweep::estimate_layouts(table.clone(), &job, &|| {}).await?;
+    let mut candidates = Vec::with_capacity(estimates.len());
+    for estimated in estimates {
+        let (train, test) = (train.clone(), test.clone());
+        let file_cost = options.file_cost_bytes;
+        let laid_out = estimated.table.clone();
+        let scored = tokio::task::spawn_blocking(move || -> Result<_> {
+            let on_train = score(&laid_out, &train)?;
+            let on_test = if test.queries.is_empty() {
+                None
+            } else {
+                Some(score(&laid_out, &test)?)
+            };
+            Ok((on_train, on_test))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("the scoring task failed: {e}")))??;
+        // Sizes in the estimate are the sample's: scale to the table.
+        let scale = if fraction > 0.0 { 1.0 / fraction } else { 1.0 };
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "a byte count, scaled"
+        )]
+        let bytes = (scored.0.bytes as f64 * scale).round() as u64;
+        candidates.push(Candidate {
+            layout: estimated.layout.name(),
+            target_file_bytes: estimated.target_file_bytes,
+            files: scored.0.files,
+            bytes,
+            rewrite_bytes: estimated.rewrite_bytes,
+            train: figures(&scored.0, scale, file_cost),
+            test: scored.1.as_ref().map(|s| figures(s, scale, file_cost)),
+            estimate_ms: estimated.build_ms,
+        });
+    }
+
+    // 5. Ranking.
+    candidates.sort_by(|a, b| {
+        a.train
+            .cost
+            .total_cmp(&b.train.cost)
+            .then(a.rewrite_bytes.cmp(&b.rewrite_bytes))
+            .then(b.target_file_bytes.cmp(&a.target_file_bytes))
+            .then(a.layout.cmp(&b.layout))
+    });
+    let command = candidates
+        .first()
+        .map(|pick| command_line(&table, pick, workload_path))
+        .unwrap_or_default();
+    Ok(Recommendation {
+        table: table.display_location(),
+        version: table.version,
+        files: totals.files,
+        bytes: totals.bytes,
+        rows: totals.rows,
+        sample_fraction: fraction,
+        train_queries: train.queries.len(),
+        train_runs: train.total_weight(),
+        test_queries: test.queries.len(),
+        test_runs: test.total_weight(),
+        holdout: options.holdout,
+        seed: options.seed,
+        file_cost_bytes: options.file_cost_bytes,
+        columns,
+        current,
+        candidates,
+        command,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// A score's figures with bytes and rows scaled by `scale` (a sample's up to the table's).
+fn figures(score: &WorkloadScore, scale: f64, file_cost_bytes: u64) -> Figures {
+    let bytes_scanned = score.bytes_scanned * scale;
+    #[expect(clippy::cast_precision_loss, reason = "a cost")]
+    let cost = bytes_scanned + score.files_scanned * file_cost_bytes as f64;
+    Figures {
+        files_scanned: score.files_scanned,
+        bytes_scanned,
+        rows_scanned: score.rows_scanned * scale,
+        files_skipped: score.files_skipped,
+        bytes_skipped: score.bytes_skipped,
+        cost,
+    }
+}
+
+/// The `optimize` command that builds `pick`.
+fn command_line(table: &TableView, pick: &Candidate, workload_path: &str) -> String {
+    let quote = |text: &str| {
+        if text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-:=,@%+".contains(c))
+        {
+            text.to_string()
+        } else {
+            format!("'{}'", text.replace('\'', r"'\''"))
+        }
+    };
+    let mut out = format!(
+        "delta-layout optimize {} --target-size {}",
+        quote(&table.display_location()),
+        crate::size::format_size(pick.target_file_bytes).replace(' ', "")
+    );
+    match pick.layout.split_once(':') {
+        Some((curve, columns)) => {
+            out.push_str(&format!(" --{curve} {} --full", quote(columns)));
+        }
+        None if pick.layout == crate::plan::cuts::CUTS_NAME => {
+            out.push_str(&format!(" --workload {} --full", quote(workload_path)));
+        }
+        None => {}
+    }
+    out
+}
+
+/// Step 2: the data columns the queries filter, scored (see the module docs), best first.
+///
+/// # Errors
+/// Read errors of the sampled files; [`Error::InvalidWorkload`] for a query that does not
+/// fit the table.
+fn candidate_columns(table: &TableView, workload: &Workload) -> Result<Vec<ColumnCandidate>> {
+    let reader = crate::rewrite::read::Reader::for_table(table)?;
+    let files: Vec<usize> = (0..table.files.len()).collect();
+    let sample = crate::prepare::tree_sample(table, workload, &files, &reader)?;
+    let rows = sample.num_rows();
+    // Per column: (runs, runs x selectivity).
+    let mut by_column: Vec<(String, u64, f64)> = Vec::new();
+    for query in &workload.queries {
+        let mut conjuncts = Vec::new();
+        split_and(&query.predicate, &mut conjuncts);
+        // Each column's conjuncts together (those naming one column only).
+        let mut per_column: Vec<(crate::pruning::ColumnRef, Vec<Predicate>)> = Vec::new();
+        for conjunct in conjuncts {
+            let columns = conjunct.columns();
+            let [column] = columns.as_slice() else {
+                continue;
+            };
+            let column = crate::pruning::ColumnRef::resolve(table, column)?;
+            if column.partition_index.is_some() {
+                continue;
+            }
+            match per_column.iter_mut().find(|(c, _)| c.physical == column.physical) {
+                Some((_, list)) => list.push(conjunct.clone()),
+                None => per_column.push((column, vec![conjunct.clone()])),
+            }
+        }
+        for (column, list) in per_column {
+            let predicate = list
+                .into_iter()
+                .reduce(|a, b| Predicate::And(Box::new(a), Box::new(b)))
+                .ok_or_else(|| Error::Internal("an empty conjunction".into()))?;
+            #[expect(clippy::cast_precision_loss, reason = "a share of rows")]
+            let selectivity = if rows == 0 {
+                1.0
+            } else {
+                let filter = RowFilter::new(table, &predicate)?;
+                let kept = filter
+                    .matches(&sample, &[])?
+                    .iter()
+                    .filter(|m| **m)
+                    .count();
+                kept as f64 / rows as f64
+            };
+            #[expect(clippy::cast_precision_loss, reason = "weights")]
+            let weighted = query.weight as f64 * selectivity;
+            match by_column.iter_mut().find(|(name, _, _)| *name == column.name) {
+                Some(entry) => {
+                    entry.1 += query.weight;
+                    entry.2 += weighted;
+                }
+                None => by_column.push((column.name.clone(), query.weight, weighted)),
+            }
+        }
+    }
+    let mut out: Vec<ColumnCandidate> = by_column
+        .into_iter()
+        .map(|(column, runs, kept)| {
+            #[expect(clippy::cast_precision_loss, reason = "weights")]
+            let runs_f = runs as f64;
+            ColumnCandidate {
+                column,
+                runs,
+                selectivity: if runs == 0 { 1.0 } else { kept / runs_f },
+                score: runs_f - kept,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.runs.cmp(&a.runs))
+            .then(a.column.cmp(&b.column))
+    });
+    Ok(out)
+}
+
+/// The conjuncts of `predicate` (split on top-level `AND`).
+fn split_and<'a>(predicate: &'a Predicate, out: &mut Vec<&'a Predicate>) {
+    match predicate {
+        Predicate::And(a, b) => {
+            split_and(a, out);
+            split_and(b, out);
+        }
+        other => out.push(other),
+    }
+}
