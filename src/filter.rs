@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | integers | an integer | exact; a literal outside the type's range makes the comparison the same for every row |
 //! | decimals | the literal's digits | exact: a literal with more fractional digits than the column's scale moves to the neighbouring representable value with the operator adjusted (`x < 0.055` is `x <= 0.05` at scale 2; `x = 0.055` is false) |
-//! | float, double | a number | `-0.0` equals `0.0`, every NaN is one value above `+inf` (the order of [`crate::value::Typed`]) |
+//! | float, double | a number | `-0.0` equals `0.0`, every NaN is one value above `+inf` (the order of [`crate::value::Typed`]); a float is the double its shortest decimal text reads as (`0.234`), as the log writes it |
 //! | string | text | byte-wise (UTF-8 code points) |
 //! | date, timestamp | `DATE` / `TIMESTAMP` text | by day / microsecond (UTC) |
 //! | boolean | `TRUE` / `FALSE` | `false < true` |
@@ -176,11 +176,15 @@ fn column_values(
     prepared(column, &array).map(Values::Array)
 }
 
-/// A column's array as comparisons read it: narrower floats widened to doubles (exactly, so
-/// every literal compares exactly), `-0.0` and NaN normalized.
+/// A column's array as comparisons read it: `-0.0` and NaN normalized, and narrower floats
+/// as the doubles their shortest decimal text reads as (the float `0.234` is the double
+/// `0.234`, as the log's stats and partition values write it, not the double nearest the
+/// float's binary value).
 fn prepared(column: &ColumnRef, array: &ArrayRef) -> Result<ArrayRef> {
     let array = if matches!(array.data_type(), ArrowType::Float16 | ArrowType::Float32) {
-        cast_with_options(array, &ArrowType::Float64, &CastOptions::default())
+        let text = cast_with_options(array, &ArrowType::Utf8, &CastOptions::default())
+            .map_err(|e| Error::arrow(format!("reading column '{}'", column.name), e))?;
+        cast_with_options(&text, &ArrowType::Float64, &CastOptions::default())
             .map_err(|e| Error::arrow(format!("reading column '{}'", column.name), e))?
     } else {
         array.clone()

@@ -232,8 +232,8 @@ pub struct Recommendation {
 }
 
 /// Recommends a layout of the table at `location` for `workload` (see the module docs).
-/// `workload_path` is the workload's file as the user named it, for the command line of a
-/// cut tree. Must be called on a multi-threaded tokio runtime. Writes nothing.
+/// `names` are the table and the workload file as the user named them, for the command line
+/// of the pick. Must be called on a multi-threaded tokio runtime. Writes nothing.
 ///
 /// # Errors
 /// [`Error::InvalidOption`] from [`RecommendOptions::validate`];
@@ -243,7 +243,7 @@ pub struct Recommendation {
 pub async fn recommend(
     location: impl Into<crate::table::TableLocation>,
     workload: &Workload,
-    workload_path: &str,
+    names: &CommandNames,
     options: &RecommendOptions,
 ) -> Result<Recommendation> {
     let started = Instant::now();
@@ -386,7 +386,7 @@ pub async fn recommend(
     });
     let command = candidates
         .first()
-        .map(|pick| command_line(&table, pick, workload_path))
+        .map(|pick| command_line(names, pick))
         .unwrap_or_default();
     Ok(Recommendation {
         table: table.display_location(),
@@ -425,12 +425,23 @@ fn figures(score: &WorkloadScore, scale: f64, file_cost_bytes: u64) -> Figures {
     }
 }
 
-/// The `optimize` command that builds `pick`.
-fn command_line(table: &TableView, pick: &Candidate, workload_path: &str) -> String {
+/// How the user named the table and the workload file, for the command line of the pick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandNames {
+    /// The table, as given (a path or URL).
+    pub table: String,
+    /// The workload file, as given.
+    pub workload: String,
+}
+
+/// The `optimize` command that builds `pick`: each argument quoted for a POSIX shell where
+/// it needs it.
+fn command_line(names: &CommandNames, pick: &Candidate) -> String {
     let quote = |text: &str| {
-        if text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-:=,@%+".contains(c))
+        if !text.is_empty()
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-:=,@%+".contains(c))
         {
             text.to_string()
         } else {
@@ -439,15 +450,15 @@ fn command_line(table: &TableView, pick: &Candidate, workload_path: &str) -> Str
     };
     let mut out = format!(
         "delta-layout optimize {} --target-size {}",
-        quote(&table.display_location()),
-        crate::size::format_size(pick.target_file_bytes).replace(' ', "")
+        quote(&names.table),
+        crate::size::exact_size(pick.target_file_bytes)
     );
     match pick.layout.split_once(':') {
         Some((curve, columns)) => {
             out.push_str(&format!(" --{curve} {} --full", quote(columns)));
         }
         None if pick.layout == crate::plan::cuts::CUTS_NAME => {
-            out.push_str(&format!(" --workload {} --full", quote(workload_path)));
+            out.push_str(&format!(" --workload {} --full", quote(&names.workload)));
         }
         None => {}
     }

@@ -130,9 +130,35 @@ pub fn format_size(bytes: u64) -> String {
     }
 }
 
+/// `bytes` as a size option takes it, exactly: `1GiB`, `64MiB`, `48KiB` when a whole number
+/// of the unit, else the plain number of bytes; [`parse_size`] reads it back to `bytes`.
+#[must_use]
+pub fn exact_size(bytes: u64) -> String {
+    for (unit, name) in [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")] {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{name}", bytes / unit);
+        }
+    }
+    bytes.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_sizes_read_back() {
+        for bytes in [0, 1, 1000, 1024, 48 << 10, 64 << 20, 1 << 30, 3 << 40, (1 << 30) + 1] {
+            let text = exact_size(bytes);
+            assert_eq!(
+                parse_size(crate::Setting::TargetFileSize, &text).unwrap(),
+                bytes,
+                "{text}"
+            );
+        }
+        assert_eq!(exact_size(64 << 20), "64MiB");
+        assert_eq!(exact_size(1536), "1536");
+    }
 
     #[test]
     fn parses_units_and_plain_bytes() {

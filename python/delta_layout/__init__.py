@@ -11,6 +11,11 @@ of the command may be given this way (see ``python -m delta_layout COMMAND --hel
 ``--storage-option KEY=VALUE``; they are never written into a work order. Credentials may
 also come from the environment (``AWS_*``, ``AZURE_*``, ``GOOGLE_*``), as for the CLI.
 
+Workloads: ``workload=`` (:func:`optimize`, :func:`plan`, :func:`report`) lays the rows out by
+a cut tree fitted to the queries a table serves (``--workload``), given as a workload file or
+as its lines; :func:`recommend` says which layout and file size suit a workload, and
+:func:`extract_workload` turns a SQL query history into a workload.
+
 Work orders (see the README's "Work orders"): :func:`plan` makes a :class:`Plan`,
 :func:`execute` runs some of its bins anywhere and returns :class:`BinResult` objects,
 :func:`commit` commits them. Plans and results are plain, picklable objects that convert to
@@ -19,12 +24,13 @@ the bins of a plan as Spark tasks.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from . import _native
 
@@ -34,10 +40,13 @@ __all__ = [
     "ConflictError",
     "DeltaLayoutError",
     "Plan",
+    "WorkloadLike",
     "commit",
     "execute",
+    "extract_workload",
     "optimize",
     "plan",
+    "recommend",
     "report",
     "verify",
 ]
@@ -115,11 +124,103 @@ def _columns(value: str | Sequence[str] | None) -> list[str] | None:
     return [value] if isinstance(value, str) else list(value)
 
 
+WorkloadLike = Union[str, "os.PathLike[str]", Sequence[str], Mapping[str, int]]
+"""A workload (``--workload``): the path of a workload file (``str`` or ``os.PathLike``), a
+sequence of its lines (each a predicate in the ``--where`` language, optionally
+``"WEIGHT\\tPREDICATE"``: the query ran WEIGHT times; ``#`` comments and blank lines are
+skipped), or a mapping ``{predicate: weight}``. Lines and mappings are written to a temporary
+file for the call, deleted when it returns; an error naming its line N means the N-th item."""
+
+
+def _workload_lines(workload: Sequence[str] | Mapping[str, int]) -> list[str]:
+    """The lines of the workload file for ``workload`` given as lines or a mapping; raises
+    TypeError or ValueError for items that cannot be lines of a workload file."""
+    lines: list[str] = []
+    if isinstance(workload, Mapping):
+        for predicate, weight in workload.items():
+            if not isinstance(predicate, str):
+                raise TypeError(
+                    f"workload: a mapping's keys must be predicates (str), not {type(predicate).__name__}")
+            text = predicate.strip()
+            if not text or text.startswith("#") or "\n" in text or "\r" in text:
+                raise ValueError(f"workload: {predicate!r} is not one predicate on one line")
+            if isinstance(weight, bool) or not isinstance(weight, int):
+                raise TypeError(
+                    f"workload: the weight of {predicate!r} must be an int (the number of times the "
+                    f"query ran), not {type(weight).__name__}")
+            if weight <= 0:
+                raise ValueError(
+                    f"workload: the weight of {predicate!r} must be a positive integer, not {weight}")
+            lines.append(f"{weight}\t{text}")
+    else:
+        for item in workload:
+            if not isinstance(item, str):
+                raise TypeError(
+                    f"workload: a sequence's items must be lines (str), not {type(item).__name__}")
+            line = item.rstrip("\r\n")
+            if "\n" in line or "\r" in line:
+                raise ValueError(f"workload: {item!r} holds more than one line: give one predicate per item")
+            lines.append(line)
+    if not any(line.strip() and not line.strip().startswith("#") for line in lines):
+        raise ValueError("workload: no predicate given (only blank lines and # comments, or nothing)")
+    return lines
+
+
+@contextlib.contextmanager
+def _workload_file(workload: WorkloadLike | None) -> Iterator[str | None]:
+    """The path to give ``--workload`` for ``workload`` (``None`` for none): a path as it is,
+    lines or a mapping written to a temporary file, deleted on exit (also on error)."""
+    if workload is None:
+        yield None
+        return
+    if isinstance(workload, (bytes, bytearray)):
+        raise TypeError("workload: give a path as str or os.PathLike, not bytes")
+    if isinstance(workload, str):
+        if "\n" in workload or "\r" in workload:
+            raise ValueError("workload: a str is the path of a workload file; give the predicates as "
+                             "a list of lines (or a mapping {predicate: weight})")
+        if not workload.strip():
+            raise ValueError("workload: the path is empty")
+        yield workload
+        return
+    if isinstance(workload, os.PathLike):
+        path = os.fspath(workload)
+        if not isinstance(path, str):
+            raise TypeError("workload: give a path as str or os.PathLike, not bytes")
+        yield path
+        return
+    if not isinstance(workload, (Mapping, Sequence)):
+        raise TypeError(
+            "workload must be the path of a workload file (str or os.PathLike), a sequence of its "
+            f"lines, or a mapping {{predicate: weight}}, not {type(workload).__name__}")
+    lines = _workload_lines(workload)
+    directory = tempfile.mkdtemp(prefix="delta-layout-")
+    try:
+        path = os.path.join(directory, "workload.txt")
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write("\n".join(lines) + "\n")
+        yield path
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _check_layout(workload: object, zorder: object, hilbert: object) -> None:
+    """A cut tree is a layout of its own: ``workload`` with ``zorder`` or ``hilbert`` is refused."""
+    if workload is None:
+        return
+    for name, value in (("zorder", zorder), ("hilbert", hilbert)):
+        if value is not None:
+            raise ValueError(
+                f"workload= and {name}= cannot be given together: a workload lays rows out by a "
+                f"cut tree instead of a curve (give one of them)")
+
+
 def optimize(
     table_uri: str,
     *,
     zorder: str | Sequence[str] | None = None,
     hilbert: str | Sequence[str] | None = None,
+    workload: WorkloadLike | None = None,
     target_size: int | str | None = None,
     where: str | None = None,
     memory_limit: int | str | None = None,
@@ -129,7 +230,9 @@ def optimize(
 ) -> dict:
     """Optimizes the table at ``table_uri`` (``delta-layout optimize --json``).
 
-    ``zorder`` / ``hilbert``: columns to cluster by ("a,b" or ["a", "b"]); ``target_size``
+    ``zorder`` / ``hilbert``: columns to cluster by ("a,b" or ["a", "b"]); ``workload``
+    instead: lay the rows out by a cut tree fitted to a workload (:data:`WorkloadLike`: a
+    workload file's path, its lines, or ``{predicate: weight}``); ``target_size``
     and ``memory_limit``: bytes (int) or a size ("128MiB"); ``where``: a predicate
     (``--where``: over partition columns it selects partitions, over other columns the files
     whose stats may match; ``where_include_unknown=True`` adds files without stats).
@@ -138,13 +241,18 @@ def optimize(
     order), ``report`` (skipping before and after), ...
 
     Raises :class:`DeltaLayoutError` (bad option, table or storage), :class:`ConflictError`
-    (another writer conflicted; nothing committed).
+    (another writer conflicted; nothing committed); ``ValueError`` for ``workload`` with
+    ``zorder`` or ``hilbert``, ``TypeError`` / ``ValueError`` for a workload of another type
+    or without a predicate.
     """
-    argv = ["optimize", table_uri, "--json", "--quiet"] + _flags(
-        {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "target_size": target_size,
-         "where": where, "memory_limit": memory_limit, "dry_run": dry_run, **options})
-    argv[1] = os.fspath(table_uri)
-    return _document(_run(argv, storage_options)[1])
+    _check_layout(workload, zorder, hilbert)
+    with _workload_file(workload) as workload_path:
+        argv = ["optimize", table_uri, "--json", "--quiet"] + _flags(
+            {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "workload": workload_path,
+             "target_size": target_size, "where": where, "memory_limit": memory_limit,
+             "dry_run": dry_run, **options})
+        argv[1] = os.fspath(table_uri)
+        return _document(_run(argv, storage_options)[1])
 
 
 def report(
@@ -153,19 +261,92 @@ def report(
     columns: str | Sequence[str] | None = None,
     version: int | None = None,
     compare: int | None = None,
+    workload: WorkloadLike | None = None,
     storage_options: Mapping[str, str] | None = None,
     **options: Any,
 ) -> dict:
     """The data-skipping report of the table (``delta-layout report --json``): per column,
     how its file ranges overlap and how many files min/max pruning skips; with ``compare``,
-    the report of two versions (``before``, ``after``).
+    the report of two versions (``before``, ``after``). With ``workload``
+    (:data:`WorkloadLike`), also ``workload``: the files, bytes and rows its queries scan per
+    run, per query, and the files laid out by cut trees.
 
-    Raises :class:`DeltaLayoutError`.
+    Raises :class:`DeltaLayoutError`; ``TypeError`` / ``ValueError`` for a workload of another
+    type or without a predicate.
     """
-    argv = ["report", table_uri, "--json"] + _flags(
-        {"columns": _columns(columns), "version": version, "compare": compare, **options})
-    argv[1] = os.fspath(table_uri)
-    return _document(_run(argv, storage_options)[1])
+    with _workload_file(workload) as workload_path:
+        argv = ["report", table_uri, "--json"] + _flags(
+            {"columns": _columns(columns), "version": version, "compare": compare,
+             "workload": workload_path, **options})
+        argv[1] = os.fspath(table_uri)
+        return _document(_run(argv, storage_options)[1])
+
+
+def recommend(
+    table_uri: str,
+    workload: WorkloadLike,
+    *,
+    target_sizes: int | str | Sequence[int | str] | None = None,
+    holdout: float | None = None,
+    seed: int | None = None,
+    sample: float | None = None,
+    max_columns: int | None = None,
+    file_cost: int | str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> dict:
+    """Recommends a layout for ``workload`` (:data:`WorkloadLike`) (``delta-layout recommend
+    --json``); the table is not written. The queries are split into training and test queries
+    (``holdout``: the share held out, ``seed``); compaction, a linear sort, Z-order and
+    Hilbert curves on the most useful columns (at most ``max_columns``) and a cut tree are
+    estimated at each of ``target_sizes`` (sizes: "64MiB,128MiB" or a list, bytes or sizes)
+    from a row sample (``sample``: its share of the rows), and ranked by bytes scanned plus
+    ``file_cost`` per file opened.
+
+    Returns the ``--json`` document: ``table``, ``version``, ``files``, ``bytes``, ``rows``,
+    ``sample_fraction``, ``train_queries``, ``train_runs``, ``test_queries``, ``test_runs``,
+    ``holdout``, ``seed``, ``file_cost_bytes``, ``columns``, ``current`` (the table as it is),
+    ``candidates`` (best first), ``command`` (the ``delta-layout optimize`` command line of the
+    pick) and ``duration_ms``. A workload given as lines or a mapping is a temporary file,
+    deleted on return, so a ``--workload`` in ``command`` names a file that is gone: give a
+    path to run the command later.
+
+    Raises :class:`DeltaLayoutError`; ``TypeError`` / ``ValueError`` for a workload of another
+    type or without a predicate.
+    """
+    if workload is None:
+        raise TypeError("recommend needs a workload: a workload file's path, its lines, or {predicate: weight}")
+    if target_sizes is not None and not isinstance(target_sizes, (str, int)):
+        target_sizes = ",".join(str(size) for size in target_sizes)
+    with _workload_file(workload) as workload_path:
+        argv = ["recommend", table_uri, "--json"] + _flags(
+            {"workload": workload_path, "target_sizes": target_sizes, "holdout": holdout,
+             "seed": seed, "sample": sample, "max_columns": max_columns, "file_cost": file_cost})
+        argv[1] = os.fspath(table_uri)
+        return _document(_run(argv, storage_options)[1])
+
+
+def extract_workload(
+    sql_path: str | os.PathLike[str],
+    table: str,
+    *,
+    schema: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> str:
+    """The workload file's text for the queries of the SQL file ``sql_path`` (statements
+    separated by ``;``: a query history of Spark SQL, Databricks SQL or Trino) on the table
+    named ``table`` as they write it (``delta-layout workload extract``): a ``#`` header, then
+    one ``WEIGHT\\tPREDICATE`` line per distinct filter of the table. ``schema``: the Delta
+    table (a path or URI) whose columns unqualified column names are matched against; without
+    it only columns qualified by the table's name or alias count. The text can be given as
+    ``workload=`` as it is (``text.splitlines()``) or written to a file. Statements skipped
+    (unparsed, not reading the table, filtering nothing of it) are not reported here: the
+    CLI lists them on standard error.
+
+    Raises :class:`DeltaLayoutError` (an unreadable file, or no statement filtering the table
+    by a predicate that can skip files).
+    """
+    argv = ["workload", "extract", os.fspath(sql_path), "--table", table] + _flags({"schema": schema})
+    return _run(argv, storage_options)[1]
 
 
 def verify(
@@ -336,6 +517,7 @@ def plan(
     out: str | None = None,
     zorder: str | Sequence[str] | None = None,
     hilbert: str | Sequence[str] | None = None,
+    workload: WorkloadLike | None = None,
     target_size: int | str | None = None,
     where: str | None = None,
     memory_limit: int | str | None = None,
@@ -346,17 +528,22 @@ def plan(
     """Plans the optimize of the table as a work order (``delta-layout plan``): reads the
     log, writes nothing to the table. With ``out`` (a local path or object URI ending in
     ``.json``) the order is stored there (sharded beside it when large, ``shard_files``) and
-    workers read it from there; without, it is held in memory. Options as :func:`optimize`;
-    ``task_size`` splits large clustering scopes.
+    workers read it from there; without, it is held in memory. Options as :func:`optimize`
+    (a ``workload``'s cut trees are built here and carried in the order: executing and
+    committing need no workload file); ``task_size`` splits large clustering scopes.
 
-    Raises :class:`DeltaLayoutError`.
+    Raises :class:`DeltaLayoutError`; ``ValueError`` for ``workload`` with ``zorder`` or
+    ``hilbert``, ``TypeError`` / ``ValueError`` for a workload of another type or without a
+    predicate.
     """
-    argv = ["plan", table_uri] + _flags(
-        {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "target_size": target_size,
-         "where": where, "memory_limit": memory_limit, "task_size": task_size, "out": out,
-         **options})
-    argv[1] = os.fspath(table_uri)
-    text = _run(argv, storage_options)[1]
+    _check_layout(workload, zorder, hilbert)
+    with _workload_file(workload) as workload_path:
+        argv = ["plan", table_uri] + _flags(
+            {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "workload": workload_path,
+             "target_size": target_size, "where": where, "memory_limit": memory_limit,
+             "task_size": task_size, "out": out, **options})
+        argv[1] = os.fspath(table_uri)
+        text = _run(argv, storage_options)[1]
     if out is None:
         return Plan.from_json(text)
     return Plan.load(out, storage_options)

@@ -521,3 +521,439 @@ fn cut_trees_on_real_tables_and_bad_workloads() {
         assert_eq!(fixture.listing(), listing, "{name}: table changed");
     }
 }
+
+/// Every data file of the latest snapshot as (stats, leaf tag): a multiset, to compare the
+/// layouts of two runs.
+fn layout(location: &str) -> std::collections::BTreeMap<String, usize> {
+    let table = load(location);
+    let mut out = std::collections::BTreeMap::new();
+    for file in &table.files {
+        let add = delta_layout::table::TableView::add_action(file);
+        let mut stats: serde_json::Value =
+            serde_json::from_str(add.stats.as_deref().unwrap()).unwrap();
+        stats.as_object_mut().unwrap().remove("tightBounds");
+        let key = format!(
+            "{stats} leaf={:?}",
+            file.tags.get(TAG_CUT_LEAF).cloned().flatten()
+        );
+        *out.entry(key).or_default() += 1;
+    }
+    out
+}
+
+/// The CLI's `optimize --workload` in one process, the same out of core (a memory limit far
+/// below the table), and as work orders split over several bins executed by separate
+/// processes: the same rows, the same tree, the same files.
+#[test]
+fn work_orders_and_out_of_core_runs_write_what_one_run_writes() {
+    use crate::cli::{run, stderr};
+    let ok = |args: &[&str]| {
+        let output = run(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let one = lineitem(dir.path(), "one", 16, 2_500, 6);
+    let spilled = lineitem(dir.path(), "spilled", 16, 2_500, 6);
+    let ordered = lineitem(dir.path(), "ordered", 16, 2_500, 6);
+    let before = rows(&one);
+    let workload_file = dir.path().join("lineitem.workload");
+    std::fs::write(&workload_file, WORKLOAD).unwrap();
+    let workload_file = workload_file.display().to_string();
+    let target = "64KiB";
+    ok(&[
+        "optimize", &one, "--workload", &workload_file, "--target-size", target, "--no-report",
+        "-q",
+    ]);
+    ok(&[
+        "optimize",
+        &spilled,
+        "--workload",
+        &workload_file,
+        "--target-size",
+        target,
+        "--memory-limit",
+        "256KiB",
+        "--no-report",
+        "-q",
+    ]);
+    // Work orders: the scope split over bins by key range.
+    let total = load(&ordered).totals().bytes;
+    let work = tempfile::tempdir().unwrap();
+    let plan_path = work.path().join("plan.json").display().to_string();
+    let task = (total / 3 + 1).to_string();
+    ok(&[
+        "plan",
+        &ordered,
+        "--workload",
+        &workload_file,
+        "--target-size",
+        target,
+        "--task-size",
+        &task,
+        "--out",
+        &plan_path,
+    ]);
+    let order: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let bins: Vec<u64> = order["plan"]["partitions"][0]["bins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_u64().unwrap())
+        .collect();
+    assert!(bins.len() >= 3, "{}", order["plan"]);
+    assert!(order["plan"]["partitions"][0]["cut_tree"]["nodes"].is_array());
+    let mut results = Vec::new();
+    for bin in &bins {
+        let out = work.path().join(format!("r{bin}.json")).display().to_string();
+        ok(&["execute", &plan_path, "--bin", &bin.to_string(), "--out", &out, "-q"]);
+        results.push(out);
+    }
+    let mut args = vec!["commit", plan_path.as_str()];
+    args.extend(results.iter().map(String::as_str));
+    ok(&args);
+    for location in [&one, &spilled, &ordered] {
+        assert_eq!(rows(location), before, "{location}: rows changed");
+    }
+    assert_eq!(layout(&spilled), layout(&one), "out of core");
+    assert_eq!(layout(&ordered), layout(&one), "work orders");
+    // The order's commit records the tree, and a second plan has nothing to do.
+    let fixture = Fixture::at(std::path::Path::new(&ordered));
+    let version = *fixture.log_versions().last().unwrap();
+    let info = fixture
+        .commit(version)
+        .into_iter()
+        .find_map(|a| a.get("commitInfo").cloned())
+        .unwrap();
+    assert_eq!(
+        info["delta-layout.cutTrees"][0]["id"],
+        order["plan"]["partitions"][0]["cut_tree"]["id"]
+    );
+    let again = work.path().join("again.json").display().to_string();
+    ok(&[
+        "plan", &ordered, "--workload", &workload_file, "--target-size", target, "--out", &again,
+    ]);
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
+    assert!(
+        again["plan"]["partitions"].as_array().unwrap().is_empty(),
+        "{}",
+        again["plan"]
+    );
+}
+
+/// The row filter that routes rows (Arrow kernels, one batch at a time) agrees with the
+/// predicate language's own evaluation (each value parsed as its Delta type) on every row of
+/// a real table with every primitive type, for every operator and literals drawn from the
+/// data, between its values and beyond them.
+#[test]
+fn row_filters_agree_with_the_predicate_language_on_every_type() {
+    let fixture = Fixture::copy("all-types-nested");
+    let table = load(&fixture.location());
+    let files = file_rows(&fixture.location());
+    let all_rows: Vec<&Vec<(String, Option<String>)>> =
+        files.iter().flat_map(|(_, rows)| rows.iter()).collect();
+    let path = std::path::Path::new(&fixture.location()).join(&table.files[0].path);
+    let batches: Vec<RecordBatch> =
+        deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(&path).unwrap(),
+        )
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let literal = |column: &str, value: &str| match column {
+        "StringType" => format!("'{value}'"),
+        "DateType" => format!("DATE '{value}'"),
+        "TimestampType" | "TimestampNTZType" => {
+            format!("TIMESTAMP '{}'", value.replace('T', " ").trim_end_matches('Z'))
+        }
+        _ => value.to_string(),
+    };
+    let columns = [
+        "ByteType",
+        "ShortType",
+        "IntegerType",
+        "LongType",
+        "FloatType",
+        "DoubleType",
+        "decimal",
+        "BooleanType",
+        "StringType",
+        "DateType",
+        "TimestampNTZType",
+    ];
+    let mut predicates = Vec::new();
+    for column in columns {
+        let mut values: Vec<String> = all_rows
+            .iter()
+            .filter_map(|row| row.iter().find(|(n, _)| n == column)?.1.clone())
+            .collect();
+        values.sort();
+        values.dedup();
+        let picks = [
+            values.first().cloned(),
+            values.get(values.len() / 3).cloned(),
+            values.last().cloned(),
+        ];
+        for value in picks.into_iter().flatten() {
+            let lit = literal(column, &value);
+            for op in ["=", "!=", "<", "<=", ">", ">="] {
+                predicates.push(format!("{column} {op} {lit}"));
+            }
+            predicates.push(format!("{column} IN ({lit}, NULL)"));
+            predicates.push(format!("NOT ({column} IN ({lit}))"));
+        }
+        predicates.push(format!("{column} IS NULL OR {column} IS NOT NULL AND {column} = {column}_x"));
+    }
+    // Literals between and beyond the values.
+    for extra in [
+        "decimal < 123.525",
+        "decimal = 123.525",
+        "decimal >= 100000000.001",
+        "decimal > -5.5",
+        "ByteType > 300",
+        "ByteType < -300",
+        "LongType BETWEEN 5 AND 10",
+        "DoubleType NOT BETWEEN 1000 AND 1000000",
+        "FloatType > 0.5",
+        "FloatType = 0.234",
+        "StringType > '2' AND StringType < '3'",
+        "DateType BETWEEN DATE '1970-01-10' AND DATE '1970-02-01'",
+        "TimestampType >= TIMESTAMP '1970-01-01 12:00:00'",
+        "BooleanType = TRUE OR ShortType IS NULL",
+        "ShortType = NULL",
+    ] {
+        predicates.push(extra.to_string());
+    }
+    let mut compared = 0;
+    for text in &predicates {
+        // Some generated forms (`x = x_x`) are not predicates: skip those.
+        let Ok(predicate) = Predicate::parse(text) else {
+            continue;
+        };
+        let Ok(filter) = delta_layout::filter::RowFilter::new(&table, &predicate) else {
+            continue;
+        };
+        let mut row = 0;
+        for batch in &batches {
+            let got = filter.evaluate(batch, &[]).unwrap();
+            for i in 0..batch.num_rows() {
+                let expected = row_matches(&table, &predicate, files[0].1[row].as_slice());
+                let actual = got.is_valid(i).then(|| got.value(i));
+                assert_eq!(actual, expected, "{text} on row {:?}", files[0].1[row]);
+                row += 1;
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 200 * 100, "{compared} comparisons");
+}
+
+/// `recommend` ranks compaction, a sort, curves and a cut tree on the training queries,
+/// names the workload's best columns first, leaves the table untouched, and its estimate
+/// of the pick's skipping is within a few points of what building the pick gets.
+#[test]
+fn recommend_estimates_what_the_built_pick_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = lineitem(dir.path(), "lineitem", 24, 2_500, 7);
+    let fixture = Fixture::at(std::path::Path::new(&location));
+    let listing = fixture.listing();
+    let mut options = delta_layout::recommend::RecommendOptions::default();
+    options.target_sizes = vec![48 << 10, 96 << 10];
+    options.holdout = 0.25;
+    let r = crate::fixture::runtime()
+        .block_on(delta_layout::recommend::recommend(
+            location.as_str(),
+            &workload(),
+            &delta_layout::recommend::CommandNames {
+                table: location.clone(),
+                workload: "lineitem.workload".into(),
+            },
+            &options,
+        ))
+        .unwrap();
+    assert_eq!(fixture.listing(), listing, "recommend wrote to the table");
+    assert_eq!(r.columns[0].column, "l_shipdate", "{:?}", r.columns);
+    assert_eq!(r.train_queries + r.test_queries, workload().queries.len());
+    assert!(r.test_queries >= 1);
+    let layouts: std::collections::BTreeSet<&str> =
+        r.candidates.iter().map(|c| c.layout.as_str()).collect();
+    for expected in ["compact", "hilbert:l_shipdate", "cuts"] {
+        assert!(layouts.contains(expected), "{layouts:?}");
+    }
+    assert!(layouts.iter().any(|l| l.starts_with("zorder:l_shipdate,")));
+    assert_eq!(r.candidates.len(), layouts.len() * 2);
+    assert!(
+        r.candidates
+            .windows(2)
+            .all(|w| w[0].train.cost <= w[1].train.cost),
+        "ranked by cost"
+    );
+    let pick = &r.candidates[0];
+    assert!(
+        pick.train.files_skipped > r.current.train.files_skipped,
+        "{pick:?} against {:?}",
+        r.current
+    );
+    assert!(r.command.starts_with("delta-layout optimize "), "{}", r.command);
+    // Build the pick and score it on the training queries.
+    let (train, _) = workload().split(options.holdout, options.seed);
+    let mut plan = PlanOptions::default().with_target_file_bytes(Some(pick.target_file_bytes));
+    let mut request = match pick.layout.split_once(':') {
+        Some((curve, columns)) => Some(ClusterRequest::new(
+            delta_layout::curve::Curve::parse(curve).unwrap(),
+            columns.split(',').map(str::to_string).collect(),
+        )),
+        None if pick.layout == "cuts" => Some(ClusterRequest::cuts(train.clone())),
+        None => None,
+    };
+    if let Some(request) = request.as_mut() {
+        request.full = true;
+    }
+    plan = plan.with_clustering(request).with_rewrite_all(true);
+    optimize(&location, &OptimizeOptions::default().with_plan(plan)).unwrap();
+    let built = delta_layout::workload::score::score(&load(&location), &train).unwrap();
+    assert!(
+        (built.files_skipped - pick.train.files_skipped).abs() <= 0.05,
+        "{}: estimated {:.3} of files skipped, built {:.3}",
+        pick.layout,
+        pick.train.files_skipped,
+        built.files_skipped
+    );
+}
+
+/// The CLI: `workload extract` turns SQL into a workload file that `recommend`, `report
+/// --workload` and `sweep --workload` take; sweep's estimate of the cut tree matches its
+/// build.
+#[test]
+fn the_workload_commands_work_together() {
+    use crate::cli::{run, stderr};
+    let dir = tempfile::tempdir().unwrap();
+    let location = lineitem(dir.path(), "lineitem", 12, 2_500, 8);
+    let sql = dir.path().join("history.sql");
+    std::fs::write(
+        &sql,
+        "-- two runs of Q6, a Q14, a join, and a statement that does not parse\n\
+         select sum(l_extendedprice * l_discount) from lineitem\n\
+         where l_shipdate >= date '1994-01-01' and l_shipdate < date '1994-01-01' + interval '1' year\n\
+           and l_discount between 0.06 - 0.01 and 0.06 + 0.01 and l_quantity < 24;\n\
+         SELECT sum(l_extendedprice * l_discount) FROM lineitem\n\
+         WHERE l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01'\n\
+           AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24;\n\
+         select count(*) from lineitem l join orders o on l.l_orderkey = o.o_orderkey\n\
+         where l.l_shipdate >= date '1995-09-01' and l.l_shipdate < date '1995-10-01' and o.o_orderstatus = 'F';\n\
+         select from where = = ;\n\
+         select count(*) from orders where o_totalprice > 10;\n",
+    )
+    .unwrap();
+    let workload_file = dir.path().join("extracted.workload");
+    let output = run(&[
+        "workload",
+        "extract",
+        sql.to_str().unwrap(),
+        "--table",
+        "lineitem",
+        "--schema",
+        &location,
+        "--out",
+        workload_file.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("statement 4"), "{err}");
+    assert!(err.contains("does not read lineitem"), "{err}");
+    let extracted = Workload::read(&workload_file).unwrap();
+    assert_eq!(extracted.queries.len(), 2, "{}", extracted.to_text());
+    assert_eq!(extracted.queries[0].weight, 2, "{}", extracted.to_text());
+    assert_eq!(
+        extracted.queries[1].predicate.to_string(),
+        "(l_shipdate >= DATE '1995-09-01' AND l_shipdate < DATE '1995-10-01')"
+            .replace("DATE '", "'"),
+        "{}",
+        extracted.to_text()
+    );
+    // No statement reads the table: exit code 2, the reason on stderr.
+    let output = run(&[
+        "workload",
+        "extract",
+        sql.to_str().unwrap(),
+        "--table",
+        "customer",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("customer"), "{}", stderr(&output));
+
+    let workload_file = workload_file.to_str().unwrap();
+    let output = run(&[
+        "recommend",
+        &location,
+        "--workload",
+        workload_file,
+        "--target-sizes",
+        "64KiB",
+        "--holdout",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let r: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(r["candidates"].as_array().unwrap().len() >= 3, "{r}");
+    assert!(
+        r["command"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("delta-layout optimize {location} --target-size 64KiB")),
+        "{r}"
+    );
+    // Bad options name the flag.
+    for (flag, value, needle) in [
+        ("--holdout", "1.5", "--holdout"),
+        ("--max-columns", "9", "--max-columns"),
+        ("--target-sizes", "0", "--target-sizes"),
+    ] {
+        let output = run(&["recommend", &location, "--workload", workload_file, flag, value]);
+        assert_eq!(output.status.code(), Some(2));
+        assert!(stderr(&output).contains(needle), "{}", stderr(&output));
+    }
+
+    let output = run(&["report", &location, "--workload", workload_file, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["workload"]["queries"], 2);
+    assert_eq!(report["workload"]["runs"], 3);
+    assert_eq!(report["workload"]["files"], 12);
+
+    // sweep: the estimate of the cut tree and its build scan the same files.
+    let sweep = |estimate: bool| -> serde_json::Value {
+        let mut args = vec![
+            "sweep",
+            location.as_str(),
+            "--workload",
+            workload_file,
+            "--layout",
+            "cuts",
+            "--target-sizes",
+            "64KiB",
+            "--json",
+            "-q",
+        ];
+        if estimate {
+            args.push("--estimate");
+        }
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let (estimated, built) = (sweep(true), sweep(false));
+    let files = |v: &serde_json::Value| v["combinations"][0]["files_scanned_avg"].as_f64().unwrap();
+    assert_eq!(estimated["combinations"][0]["layout"], "cuts");
+    assert!(
+        (files(&estimated) - files(&built)).abs() <= 1.0,
+        "estimated {} files per query, built {}",
+        files(&estimated),
+        files(&built)
+    );
+}

@@ -288,7 +288,10 @@ fn run_recommend(context: &Context, args: args::RecommendArgs) -> anyhow::Result
     let recommendation = runtime.block_on(delta_layout::recommend::recommend(
         at(&args.table),
         &workload,
-        &args.workload.display().to_string(),
+        &delta_layout::recommend::CommandNames {
+            table: args.table.clone(),
+            workload: args.workload.display().to_string(),
+        },
         &options,
     ))?;
     if args.json {
