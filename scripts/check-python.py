@@ -11,11 +11,19 @@ Needs the package installed (`pip install .`) and `deltalake` (delta-rs) to read
 * `report` and `verify` return the CLI's documents; errors are `DeltaLayoutError` with the
   CLI's one-line message and exit code;
 * the GIL is released while Rust works (a Python thread runs meanwhile);
-* `python -m delta_layout` is the CLI.
+* `python -m delta_layout` is the CLI;
+* workloads (testdata/basic-with-checkpoint): `optimize(workload=[lines])` keeps the rows and
+  tags every file with one cut tree, its temporary workload file deleted (also on error), and
+  a second run (the workload as a mapping) commits nothing; `plan(workload=...)` carries the
+  tree to `execute` / `commit`; `report(workload=...)` is the CLI's document; `recommend`
+  returns its document and writes nothing; `extract_workload` is `workload extract`'s
+  output; `workload=` with `zorder=` / `hilbert=`, and workloads of other types or without a
+  predicate, raise ValueError / TypeError before anything runs.
 Prints one line per check; exits 1 if any failed.
 """
 import json
 import os
+import pathlib
 import pickle
 import shutil
 import subprocess
@@ -41,6 +49,142 @@ def check(name, ok, detail=""):
 def copy(src, dst):
     shutil.copytree(src, dst)
     return dst
+
+
+def live_files(path):
+    """The paths of the table's live files (delta-rs)."""
+    return {a["path"] for a in pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()}
+
+
+def latest_adds(path):
+    """The add actions of the table's latest commit file."""
+    log = os.path.join(path, "_delta_log")
+    latest = max(int(n[:-5]) for n in os.listdir(log) if n.endswith(".json") and n[:-5].isdigit())
+    with open(os.path.join(log, f"{latest:020d}.json")) as f:
+        actions = [json.loads(line) for line in f if line.strip()]
+    return [a["add"] for a in actions if "add" in a]
+
+
+def cut_trees(adds):
+    """The DELTA_LAYOUT_CUT_TREE tag of each add action (None where it has none)."""
+    return [(a.get("tags") or {}).get("DELTA_LAYOUT_CUT_TREE") for a in adds]
+
+
+def raises(call):
+    """The exception `call()` raises, or None."""
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - the caller checks its type
+        return e
+    return None
+
+
+def check_workloads(binary, testdata, work):
+    """Workloads on a copy of testdata/basic-with-checkpoint (150 ids in 30 files of about
+    500 bytes): 1KiB targets make several files."""
+    basic = os.path.join(testdata, "basic-with-checkpoint")
+    lines = ["3\tid > 50", "id <= 12", "id BETWEEN 100 AND 120"]
+    weights = {"id > 50": 3, "id <= 12": 1, "id BETWEEN 100 AND 120": 1}
+    workload_file = f"{work}/basic.workload"
+    with open(workload_file, "w") as f:
+        f.write("# the same workload as a file\n" + "\n".join(lines) + "\n")
+
+    # optimize(workload=lines): a cut tree; the temporary workload file is made in `scratch`.
+    w = copy(basic, f"{work}/w")
+    before, version = rows(w), DeltaTable(w).version()
+    scratch = f"{work}/tmp"
+    os.mkdir(scratch)
+    saved, tempfile.tempdir = tempfile.tempdir, scratch
+    try:
+        cut = dl.optimize(w, workload=lines, target_size="1KiB")
+        left = os.listdir(scratch)
+        failed = raises(lambda: dl.optimize(w, workload=["id > 5", "missing = 3"], target_size="1KiB"))
+        left_on_error = os.listdir(scratch)
+    finally:
+        tempfile.tempdir = saved
+    adds = latest_adds(w)
+    trees = cut_trees(adds)
+    check("optimize(workload=lines) commits a cut tree's layout in several files",
+          cut["version"] == version + 1 and cut["files_added"] >= 2 and len(adds) == cut["files_added"],
+          json.dumps({k: cut.get(k) for k in ("version", "files_removed", "files_added", "curve")}))
+    check("optimize(workload=lines) keeps the rows (delta-rs)", rows(w) == before)
+    check("every live file's add action has one DELTA_LAYOUT_CUT_TREE tag",
+          {a["path"] for a in adds} == live_files(w) and None not in trees and len(set(trees)) == 1,
+          f"{trees} {sorted(live_files(w) - {a['path'] for a in adds})[:3]}")
+    check("the temporary workload file is deleted, also when the call fails",
+          left == [] and left_on_error == [], f"{left} {left_on_error}")
+    check("a bad workload line raises DeltaLayoutError naming the line, nothing committed",
+          isinstance(failed, dl.DeltaLayoutError) and "line 2" in str(failed) and "missing" in str(failed)
+          and DeltaTable(w).version() == cut["version"], repr(failed))
+    again = dl.optimize(w, workload=weights, target_size="1KiB")
+    check("a second optimize with the same workload (as a mapping) commits nothing",
+          again["version"] is None and again["files_removed"] == 0
+          and DeltaTable(w).version() == cut["version"] and rows(w) == before, json.dumps(again)[:300])
+
+    # plan(workload=lines): the order carries the tree (its workload file is gone by now).
+    p = copy(basic, f"{work}/w-plan")
+    planned = dl.plan(p, workload=lines, target_size="1KiB")
+    results = [r for bin_id in planned.bin_ids for r in dl.execute(planned, [bin_id])]
+    committed = dl.commit(planned, results)
+    check("plan(workload=...) + execute + commit lay the table out by the same cut tree",
+          all(part.get("cut_tree") for part in planned.order["plan"]["partitions"])
+          and len(committed["versions"]) == 1 and rows(p) == before
+          and set(cut_trees(latest_adds(p))) == set(trees), json.dumps(committed)[:300])
+
+    # report(workload=...): the CLI's document, whichever form the workload takes.
+    cli_report = json.loads(subprocess.run([binary, "report", w, "--workload", workload_file, "--json"],
+                                           check=True, capture_output=True, text=True).stdout)
+    by_path = dl.report(w, workload=pathlib.Path(workload_file))
+    by_lines = dl.report(w, workload=lines)
+    check("report(workload=...) returns the CLI's document (a path, or lines)",
+          by_path == cli_report and by_lines == cli_report
+          and len(cli_report["workload"]["per_query"]) == 3
+          and cli_report["workload"]["cut_trees"][0]["files"] == len(adds),
+          json.dumps(by_lines.get("workload"))[:300])
+
+    # recommend: its document; the table is not written.
+    r = copy(basic, f"{work}/w-recommend")
+    r_version = DeltaTable(r).version()
+    recommended = dl.recommend(r, lines, target_sizes=["1KiB", "4KiB"], holdout=0.2, seed=7)
+    check("recommend returns a dict with the optimize command of its pick, table untouched",
+          isinstance(recommended, dict)
+          and recommended["command"].startswith("delta-layout optimize")
+          and len(recommended["candidates"]) >= 1
+          and recommended["train_queries"] + recommended["test_queries"] == 3
+          and DeltaTable(r).version() == r_version, json.dumps(recommended)[:300])
+
+    # Refused before anything runs.
+    for function, name, call in [
+        ("optimize", "zorder", lambda: dl.optimize(r, workload=lines, zorder="id")),
+        ("optimize", "hilbert", lambda: dl.optimize(r, workload=workload_file, hilbert=["id"])),
+        ("plan", "zorder", lambda: dl.plan(r, workload=weights, zorder="id")),
+    ]:
+        error = raises(call)
+        check(f"{function}(workload=, {name}=) raises ValueError naming both",
+              isinstance(error, ValueError) and "workload=" in str(error) and f"{name}=" in str(error)
+              and DeltaTable(r).version() == r_version, repr(error))
+    for kind, workload in [(TypeError, 42), (TypeError, b"w.txt"), (TypeError, ["id > 5", 3]),
+                           (ValueError, []), (ValueError, {}), (ValueError, ["# a comment", ""]),
+                           (ValueError, {"id > 5": 0}), (TypeError, {"id > 5": "3"}),
+                           (ValueError, "id > 5\nid < 3")]:
+        error = raises(lambda: dl.optimize(r, workload=workload))
+        check(f"workload={workload!r} raises {kind.__name__}", type(error) is kind
+              and "workload" in str(error) and DeltaTable(r).version() == r_version, repr(error))
+
+    # extract_workload: workload extract's output, usable as a workload.
+    sql = f"{work}/queries.sql"
+    with open(sql, "w") as f:
+        f.write("SELECT * FROM t WHERE id > 50;\nSELECT count(*) FROM t WHERE id > 50;\n"
+                "SELECT * FROM t WHERE id BETWEEN 1 AND 5;\nSELECT 1;\n")
+    text = dl.extract_workload(sql, "t", schema=r)
+    cli_text = subprocess.run([binary, "workload", "extract", sql, "--table", "t", "--schema", r],
+                              check=True, capture_output=True, text=True).stdout
+    check("extract_workload returns workload extract's text",
+          text == cli_text and "2\tid > 50" in text.splitlines()
+          and len(dl.report(r, workload=text.splitlines())["workload"]["per_query"]) == 2, repr(text))
+    error = raises(lambda: dl.extract_workload(sql, "nope"))
+    check("extract_workload of a table no statement filters raises DeltaLayoutError",
+          isinstance(error, dl.DeltaLayoutError) and "no statement" in str(error), repr(error))
 
 
 def main():
@@ -190,6 +334,8 @@ def main():
         g_before = rows(g)
         dl.optimize(g, target_size="1MiB")
         check("a testdata table keeps its rows", rows(g) == g_before)
+
+        check_workloads(binary, testdata, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"python package: {len(FAILED)} failed")

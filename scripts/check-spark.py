@@ -7,6 +7,9 @@ Needs the package installed (`pip install .`), `pyspark`, `deltalake` (delta-rs,
 read tables) and Java 17. Spark runs as `local[2,4]`: two executor threads, each task tried
 up to 4 times. Checks:
 * the Spark run's table equals a CLI `optimize` of a copy (every file's stats and rows);
+* with `workload=` (lines), the driver plans a cut tree that the tasks lay out: the rows
+  kept, every live file tagged `DELTA_LAYOUT_CUT_TREE`, the files those of a CLI
+  `optimize --workload` of a copy; `workload=` with `zorder=` is refused before anything runs;
 * a task that fails once after writing its files (injected) is retried: the same rows,
   nothing duplicated, no file of the failed attempt left;
 * the driver killed between two commit batches and run again (same work_dir) finishes
@@ -63,6 +66,13 @@ def data_files(path):
 
 def live_files(path):
     return {a["path"] for a in pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()}
+
+
+def cut_tree_tags(path):
+    """Each data file's DELTA_LAYOUT_CUT_TREE tag (None without one), from its add action in
+    the log."""
+    return {a["add"]["path"]: (a["add"].get("tags") or {}).get("DELTA_LAYOUT_CUT_TREE")
+            for actions in commits(path).values() for a in actions if "add" in a}
 
 
 # A driver run in its own process (so it can be killed): args table, work_dir, die_after.
@@ -151,6 +161,34 @@ def main():
               again["versions"] == [] and again["bins_executed"] == 0
               and sorted(again["bins_already_committed"]) == sorted(range(summary["bins"]))
               and rows(a) == before, json.dumps(again))
+
+        # A workload: the driver plans a cut tree, the order carries it to the tasks.
+        wa, wb = shutil.copytree(source, f"{work}/wa"), shutil.copytree(source, f"{work}/wb")
+        lines = ["5\tid >= 240", "x < 300", "2\tid BETWEEN 100 AND 180 AND x >= 500"]
+        workload_file = f"{work}/source.workload"
+        with open(workload_file, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        summary = dls.optimize(spark, wa, workload=lines, target_size="4KiB", batch_size=2,
+                               work_dir=f"{work}/run-workload")
+        subprocess.run([binary, "optimize", wb, "--workload", workload_file, "--target-size", "4KiB",
+                        "--quiet", "--no-report"], check=True, capture_output=True)
+        tags, live = cut_tree_tags(wa), live_files(wa)
+        check("the Spark run with workload= commits every bin",
+              summary["bins"] >= 1 and sorted(summary["bins_committed"]) == sorted(range(summary["bins"])),
+              json.dumps(summary))
+        check("the Spark run with workload= keeps the rows (delta-rs)", rows(wa) == before)
+        check("every live file of the workload run has a DELTA_LAYOUT_CUT_TREE tag",
+              live and all(tags.get(path) for path in live),
+              sorted(path for path in live if not tags.get(path))[:4])
+        check("the workload run's files equal a CLI optimize --workload's (stats and rows of each)",
+              layout(wa) == layout(wb))
+        try:
+            dls.optimize(spark, wb, workload=lines, zorder="id", work_dir=f"{work}/run-refused")
+            check("workload= with zorder= is refused", False, "no error")
+        except ValueError as error:
+            check("workload= with zorder= is refused before anything runs",
+                  "workload=" in str(error) and "zorder=" in str(error)
+                  and not os.path.exists(f"{work}/run-refused"), str(error))
 
         # A work_dir holding another table's order is refused, before anything runs.
         try:

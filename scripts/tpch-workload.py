@@ -10,8 +10,8 @@ Each file holds N query executions: per execution a template is drawn by the fix
 in TEMPLATES, then its substitution parameters as the TPC-H specification (v3.0, clause
 2.4.<query>.3 "Substitution Parameters"; ship modes from clause 4.2.2.13) draws them:
 uniformly within the stated ranges. Identical predicates are merged, so a line's weight is
-the number of times its exact predicate was drawn. Train uses `random.Random(S)`, test an
-independent `random.Random(S + 1)`, so a layout chosen on train is scored on unseen queries.
+the number of times its exact predicate was drawn. Train uses `random.Random("train:S")`, test
+an independent `random.Random("test:S")`, so a layout chosen on train is scored on unseen queries.
 
 File format (the project's workload format): UTF-8, one predicate per line, optionally
 `WEIGHT<TAB>PREDICATE` with WEIGHT a positive integer (the number of runs; no tab: 1);
@@ -230,7 +230,7 @@ class Parser:
 
 
 def check(seed, runs):
-    for kind, file_seed in (("train", seed), ("test", seed + 1)):
+    for kind, file_seed in (("train", f"train:{seed}"), ("test", f"test:{seed}")):
         drawn = draw(file_seed, runs)
         total = 0
         for line in render(drawn, kind, file_seed, runs).splitlines():
@@ -248,7 +248,7 @@ def check(seed, runs):
                 assert parsed.comparisons == [("l_shipdate", "<=")], predicate
                 assert all(datetime.date(1998, 8, 3) <= day <= datetime.date(1998, 10, 2)
                            for day in parsed.dates), predicate
-    assert runs < 100 or draw(seed, runs) != draw(seed + 1, runs), "train equals test"
+    assert runs < 100 or draw(f"train:{seed}", runs) != draw(f"test:{seed}", runs), "train equals test"
     print("ok")
 
 
@@ -265,7 +265,7 @@ def main():
     if args.check:
         check(args.seed, args.runs)
         return
-    files = (("train", args.train, args.seed), ("test", args.test, args.seed + 1))
+    files = (("train", args.train, f"train:{args.seed}"), ("test", args.test, f"test:{args.seed}"))
     for kind, path, file_seed in files:
         text = render(draw(file_seed, args.runs), kind, file_seed, args.runs)
         with open(path, "w", encoding="utf-8") as out:

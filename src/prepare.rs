@@ -267,8 +267,9 @@ pub const TREE_SAMPLE_SEED: u64 = 0x00c0_7a11_7ee5;
 /// Builds the cut tree of every partition of `plan` that is laid out by one and has none
 /// yet: reads up to [`TREE_SAMPLE_FILES`] of the partition's files (the sample options of
 /// `options` apply), keeps a seeded uniform sample of [`cuts::DEFAULT_TREE_SAMPLE_ROWS`] of
-/// their rows, and grows the tree with leaves of at least [`cuts::MIN_LEAF_TARGET_SHARE`] of
-/// a target file ([`cuts::build`]).
+/// their rows, and grows the tree to as many leaves as the partition's output makes files at
+/// the target, each side of a cut keeping at least [`cuts::MIN_LEAF_SHARE`] of an average
+/// leaf ([`cuts::build`]).
 ///
 /// # Errors
 /// Read errors of the sampled files; what [`cuts::build`] returns.
@@ -333,23 +334,28 @@ impl TreeJob {
     fn run(self, reader: &Reader) -> Result<CutTree> {
         let sample = tree_sample(&self.table, &self.workload, &self.files, reader)?;
         let rows = sample.num_rows();
-        // Rows of one target file in the sample: the sample stands for the whole scope.
+        // As many leaves as the scope's output makes files at the target; each side of a
+        // cut keeps at least MIN_LEAF_SHARE of an average leaf of the sample (it stands for
+        // the scope).
+        let max_leaves = usize::try_from(
+            plan::output_files(self.expected_output_bytes, self.target_file_bytes).files,
+        )
+        .unwrap_or(usize::MAX);
         #[expect(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
             clippy::cast_precision_loss,
             reason = "a row count, rounded up"
         )]
-        let min_leaf_rows = (rows as f64 * cuts::MIN_LEAF_TARGET_SHARE
-            * self.target_file_bytes as f64
-            / self.expected_output_bytes.max(1) as f64)
-            .ceil() as usize;
+        let min_leaf_rows =
+            (rows as f64 * cuts::MIN_LEAF_SHARE / max_leaves.max(1) as f64).ceil() as usize;
         cuts::build(&cuts::BuildInput {
             table: &self.table,
             workload: &self.workload,
             partition_values: &self.partition_values,
             sample: &sample,
             min_leaf_rows: min_leaf_rows.max(1),
+            max_leaves,
             curve_columns: self.curve_columns.clone(),
             cancel: &self.cancel,
         })

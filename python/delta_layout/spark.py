@@ -2,6 +2,7 @@
 
     from delta_layout import spark as dls
     summary = dls.optimize(spark, "s3://bucket/table", zorder="a,b", target_size="128MiB")
+    summary = dls.optimize(spark, "s3://bucket/table", workload="queries.workload")  # a cut tree
 
 The driver plans (reads the log once) and stores the order in ``work_dir``; one Spark task
 per bin executes it (``mapInArrow`` over ``spark.range``: plain PySpark, Spark Connect too;
@@ -102,6 +103,7 @@ def optimize(
     *,
     work_dir: str | None = None,
     batch_size: int = 0,
+    workload: dl.WorkloadLike | None = None,
     storage_options: Mapping[str, str] | None = None,
     _task_hook: Callable[[int, int], None] | None = None,
     _after_batch: Callable[[int, dict], None] | None = None,
@@ -110,7 +112,11 @@ def optimize(
     """Optimizes the table at ``table_uri`` with Spark: plans on the driver, executes each
     bin as a Spark task, commits from the driver in batches of ``batch_size`` bins (0: one
     commit). ``options`` are :func:`delta_layout.plan`'s (``zorder``, ``hilbert``,
-    ``target_size``, ``where``, ``task_size``, ``memory_limit``, ...).
+    ``target_size``, ``where``, ``task_size``, ``memory_limit``, ...). ``workload``
+    (:data:`delta_layout.WorkloadLike`: a workload file's path on the driver, its lines, or
+    ``{predicate: weight}``) lays the rows out by a cut tree fitted to it instead of a curve:
+    the driver builds the tree when it plans and the order carries it, so executors need no
+    workload file.
 
     ``work_dir`` (a local path every executor can read, or an object URI; by default
     :func:`default_work_dir`, printed on standard error at the start) holds the order and the
@@ -123,8 +129,11 @@ def optimize(
     read: nothing of them committed), ``files_deleted``.
 
     Raises :class:`delta_layout.DeltaLayoutError` (planning, a bin that failed on every
-    attempt, a result that does not belong to the order), :class:`delta_layout.ConflictError`.
+    attempt, a result that does not belong to the order), :class:`delta_layout.ConflictError`;
+    ``ValueError`` for ``workload`` with ``zorder`` or ``hilbert`` (before anything runs),
+    ``TypeError`` / ``ValueError`` for a workload of another type or without a predicate.
     """
+    dl._check_layout(workload, options.get("zorder"), options.get("hilbert"))
     storage = {**_conf_storage_options(spark), **dict(storage_options or {})}
     work_dir = (work_dir or default_work_dir(table_uri)).rstrip("/")
     if "://" not in work_dir or work_dir.startswith("file://"):
@@ -140,7 +149,8 @@ def optimize(
                 f"work_dir '{work_dir}' holds the work order of run {plan.run_id} on table "
                 f"'{plan.table_uri}', not '{table_uri}': give another work_dir")
     else:
-        plan = dl.plan(table_uri, out=plan_location, storage_options=storage, **options)
+        plan = dl.plan(table_uri, out=plan_location, workload=workload, storage_options=storage,
+                       **options)
 
     # Where to find the run again if this driver dies.
     print(f"delta-layout: run {plan.run_id}, work_dir {work_dir}", file=sys.stderr, flush=True)
@@ -209,7 +219,8 @@ def optimize(
 
 
 def _main() -> None:  # pragma: no cover - a convenience for spark-submit
-    """``spark-submit -m delta_layout.spark TABLE '{"zorder": "a,b"}'``."""
+    """``spark-submit -m delta_layout.spark TABLE '{"zorder": "a,b"}'`` (or ``'{"workload":
+    "queries.workload"}'``, a path or a list of lines)."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.getOrCreate()

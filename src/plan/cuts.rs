@@ -21,8 +21,10 @@
 //!    every column, exactly as a reader prunes a file by its stats
 //!    ([`crate::pruning::Pruner::prune`]), and the gain is the weighted rows of the sides that
 //!    skip it, less those of the node. Only queries the node does not already skip can gain.
-//! 3. A cut is allowed when both sides keep at least `min_leaf_rows` sample rows (about one
-//!    target file's worth); a node with no allowed cut of positive gain is a leaf.
+//! 3. A cut is allowed when both sides keep at least `min_leaf_rows` sample rows
+//!    ([`MIN_LEAF_SHARE`] of an average leaf). The tree grows best first, the node whose best cut
+//!    gains most next, until it has `max_leaves` leaves (the files the scope's output makes
+//!    at the target, so the tree writes about as many files as a curve) or no cut gains.
 //! 4. Leaves are numbered depth first, the matching side first, so a subtree's leaves are
 //!    consecutive.
 //!
@@ -74,9 +76,10 @@ pub const MAX_LEAVES: usize = 1 << 16;
 pub const MAX_CURVE_COLUMNS: usize = 4;
 /// Default sample rows a tree is built from.
 pub const DEFAULT_TREE_SAMPLE_ROWS: usize = 100_000;
-/// Share of a target file's rows under which a leaf is not cut further: both sides of a cut
-/// keep at least this much of a target file (0.8, the file size tolerance below the target).
-pub const MIN_LEAF_TARGET_SHARE: f64 = 0.8;
+/// Share of an average leaf's rows (the scope's rows over the files it makes at the target)
+/// each side of a cut keeps at least: 0.8, the file size tolerance below the target (on
+/// TPC-H lineitem at 4 MiB, 0.5 to 1.6 were tried: 0.8 scans the fewest files, BENCHMARKS.md).
+pub const MIN_LEAF_SHARE: f64 = 0.8;
 
 /// One node of a [`CutTree`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -447,8 +450,10 @@ pub struct BuildInput<'a> {
     /// A uniform sample of the scope's rows: at least every column the workload names (by
     /// physical name, as the rewrite reads them).
     pub sample: &'a RecordBatch,
-    /// Sample rows each side of a cut keeps at least: about one target file's worth.
+    /// Sample rows each side of a cut keeps at least.
     pub min_leaf_rows: usize,
+    /// The most leaves to grow: about the files the scope's output makes at the target.
+    pub max_leaves: usize,
     /// The columns of the curve inside each leaf ([`curve_columns`]).
     pub curve_columns: Vec<String>,
     /// Stops the build when set.
@@ -796,35 +801,47 @@ pub fn build(input: &BuildInput<'_>) -> Result<CutTree> {
         min_leaf_rows: input.min_leaf_rows.max(1),
         cancel: input.cancel,
     };
-    // Grow the tree breadth first, so that the leaf limit cuts the deepest nodes last.
+    // Grow the tree best first: the node whose best cut gains most is cut next, until the
+    // leaves reach the budget or no cut gains.
+    let max_leaves = input.max_leaves.clamp(1, MAX_LEAVES);
     let all: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
     let root_live: Vec<usize> = (0..queries.len()).collect();
-    let mut grown: Vec<Grown> = vec![Grown::Pending];
-    let mut queue: std::collections::VecDeque<(usize, Vec<u32>, Vec<usize>)> =
-        std::collections::VecDeque::from([(0, all, root_live)]);
+    let mut grown: Vec<Grown> = vec![Grown::Leaf];
+    let mut open: std::collections::BinaryHeap<Open> = std::collections::BinaryHeap::new();
+    let offer = |slot: usize, rows: Vec<u32>, live: Vec<usize>, open: &mut std::collections::BinaryHeap<Open>| {
+        if let Some(choice) = builder.best_cut(&rows, &live) {
+            open.push(Open {
+                gain: choice.gain,
+                slot,
+                rows,
+                choice,
+            });
+        }
+    };
+    if max_leaves > 1 {
+        offer(0, all, root_live, &mut open);
+    }
     let mut leaves = 1usize;
-    while let Some((slot, rows, live)) = queue.pop_front() {
+    while leaves < max_leaves {
+        let Some(Open {
+            slot, rows, choice, ..
+        }) = open.pop()
+        else {
+            break;
+        };
         if input.cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }
-        let choice = if leaves < MAX_LEAVES {
-            builder.best_cut(&rows, &live)
-        } else {
-            None
-        };
-        match choice {
-            None => grown[slot] = Grown::Leaf,
-            Some(choice) => {
-                let (yes, no): (Vec<u32>, Vec<u32>) =
-                    rows.iter().partition(|&&r| cuts[choice.cut].1[r as usize]);
-                let left = grown.len();
-                grown.push(Grown::Pending);
-                grown.push(Grown::Pending);
-                grown[slot] = Grown::Cut(choice.cut, left, left + 1);
-                leaves += 1;
-                queue.push_back((left, yes, choice.live_matching));
-                queue.push_back((left + 1, no, choice.live_other));
-            }
+        let (yes, no): (Vec<u32>, Vec<u32>) =
+            rows.iter().partition(|&&r| cuts[choice.cut].1[r as usize]);
+        let left = grown.len();
+        grown.push(Grown::Leaf);
+        grown.push(Grown::Leaf);
+        grown[slot] = Grown::Cut(choice.cut, left, left + 1);
+        leaves += 1;
+        if leaves < max_leaves {
+            offer(left, yes, choice.live_matching, &mut open);
+            offer(left + 1, no, choice.live_other, &mut open);
         }
     }
     // Renumber: nodes depth first (children after parents), leaves in that order.
@@ -840,9 +857,38 @@ pub fn build(input: &BuildInput<'_>) -> Result<CutTree> {
 }
 
 enum Grown {
-    Pending,
     Leaf,
     Cut(usize, usize, usize),
+}
+
+/// A node that can be cut, ordered by the gain of its best cut (ties: the older node).
+struct Open {
+    gain: f64,
+    slot: usize,
+    rows: Vec<u32>,
+    choice: Choice,
+}
+
+impl PartialEq for Open {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Open {}
+
+impl PartialOrd for Open {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Open {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.gain
+            .total_cmp(&other.gain)
+            .then_with(|| other.slot.cmp(&self.slot))
+    }
 }
 
 /// Appends the subtree of `grown[at]` to `nodes` depth first; returns its index.
@@ -865,7 +911,7 @@ fn number(
                 other,
             };
         }
-        Grown::Leaf | Grown::Pending => {
+        Grown::Leaf => {
             nodes.push(CutNode::Leaf { leaf: *next_leaf });
             *next_leaf += 1;
         }
@@ -885,9 +931,11 @@ struct Builder<'a> {
     cancel: &'a AtomicBool,
 }
 
+/// The cut a node takes, and the queries each side may still match (the only ones a
+/// deeper cut can gain on).
 struct Choice {
     cut: usize,
-    /// Queries that skip neither side... that the matching side does not skip.
+    gain: f64,
     live_matching: Vec<usize>,
     live_other: Vec<usize>,
 }
@@ -996,7 +1044,7 @@ impl Builder<'_> {
                 best = Some((gain, s));
             }
         }
-        let (_, s) = best?;
+        let (gain, s) = best?;
         let live_on = |side: usize| -> Vec<usize> {
             verdicts
                 .iter()
@@ -1007,6 +1055,7 @@ impl Builder<'_> {
         };
         Some(Choice {
             cut: sides[s].0,
+            gain,
             live_matching: live_on(0),
             live_other: live_on(1),
         })

@@ -494,6 +494,22 @@ pub fn range_shares(total_bytes: u64, target_bytes: u64) -> Vec<f64> {
     shares(cut.files, cut.file_bytes as f64 / total_bytes as f64)
 }
 
+/// Where a cut tree's leaf of `total_bytes` of sorted output is cut into files: `round(total
+/// / target)` equal files (at least one), so a leaf a little over the target stays one file
+/// and none is a sliver (a leaf is the unit a query skips; a remainder file of it would only
+/// add a file). Positions in `(0, 1)` of the leaf's rows; empty for one file.
+#[must_use]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "byte counts far below 2^52, a rounded count"
+)]
+pub fn leaf_shares(total_bytes: u64, target_bytes: u64) -> Vec<f64> {
+    let files = (total_bytes as f64 / target_bytes.max(1) as f64).round().max(1.0) as u64;
+    shares(files, 1.0 / files as f64)
+}
+
 impl Plan {
     /// Whether `bin` is worth committing only when it writes fewer files than it reads.
     ///

@@ -327,9 +327,16 @@ pub(crate) fn run(
                     }) {
                         range_tags.insert(TAG_CUT_LEAF.to_string(), leaf.to_string());
                     }
+                    let mut range_config = config(range_tags, index);
+                    // A cut tree's range is one file ([`crate::plan::leaf_shares`]: up to
+                    // about 1.5x the target): its writer cuts only past twice the target.
+                    if layout.tree.is_some() {
+                        range_config.target_file_bytes =
+                            range_config.target_file_bytes.saturating_mul(5).div_ceil(3);
+                    }
                     let mut writer = RollingWriter::new(WriterConfig {
                         expected_rows: Some(expected_rows),
-                        ..config(range_tags, index)
+                        ..range_config
                     });
                     let mut out = RangeOutput {
                         writer: &mut writer,
@@ -1194,8 +1201,8 @@ impl Layout<'_> {
 
     /// The cut points of a bin's ranges from its sorted sample keys: for a curve, at the
     /// shares `sizes.cuts` ([`range_boundaries_at`]); under a cut tree, at every leaf's first
-    /// key, and inside each leaf at the shares its part of the expected output bytes is cut
-    /// into files at (each leaf's part by its share of the sample).
+    /// key, and inside each leaf into [`crate::plan::leaf_shares`] of its part of the expected
+    /// output bytes (each leaf's part by its share of the sample).
     pub(crate) fn boundaries(&self, sample_keys: &[u64], sizes: &RangeSizes) -> Vec<u64> {
         let (Some(tree), Some(shift)) = (self.tree, self.leaf_shift()) else {
             return range_boundaries_at(sample_keys, &sizes.cuts);
@@ -1213,7 +1220,7 @@ impl Layout<'_> {
                 u128::from(sizes.expected_output_bytes) * (end - start) as u128 / n as u128,
             )
             .unwrap_or(u64::MAX);
-            let shares = crate::plan::range_shares(bytes, sizes.target_file_bytes);
+            let shares = crate::plan::leaf_shares(bytes, sizes.target_file_bytes);
             out.extend(range_boundaries_at(keys, &shares));
             start = end;
         }

@@ -254,7 +254,10 @@ fn estimate_bin(
             clippy::cast_precision_loss,
             reason = "byte and row counts, rounded"
         )]
-        let cuts: Vec<usize> = {
+        let cuts: Vec<usize> = if partition.cut_tree.is_some() {
+            // A cut tree's range is one file (`rewrite::cluster::run`).
+            Vec::new()
+        } else {
             let range_bytes = (range.len() as f64 * bytes_per_row) as u64;
             let cut = output_files(range_bytes, target);
             let file_rows = ((cut.file_bytes as f64 / bytes_per_row).round() as usize).max(1);

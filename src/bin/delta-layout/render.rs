@@ -144,7 +144,7 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
                 .as_ref()
                 .map_or(String::new(), |c| format!(
                     " ({} on {})",
-                    c.curve.name(),
+                    c.layout_name(),
                     c.columns.join(", ")
                 )),
             count(o.files_removed, "file"),
@@ -182,7 +182,7 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "bins_spilled": o.bins_spilled,
         "bins_left_alone": o.bins_left_alone,
         "files_left_alone": o.files_left_alone,
-        "curve": o.plan.clustering.as_ref().map(|c| c.curve.name()),
+        "curve": o.plan.clustering.as_ref().map(|c| c.layout_name()),
         "columns": o.plan.clustering.as_ref().map(|c| c.columns.clone()),
         "duration_ms": u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
         "metrics": o.metrics,
@@ -856,7 +856,7 @@ pub fn plan(out: &mut impl Write, plan: &delta_layout::plan::Plan) -> io::Result
         writeln!(
             out,
             "cluster along a {} curve on {}",
-            c.curve.name(),
+            c.layout_name(),
             c.columns.join(", ")
         )?;
     }
