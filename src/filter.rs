@@ -25,8 +25,8 @@
 use std::sync::Arc;
 
 use deltalake::arrow::array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Int64Array, RecordBatch,
-    Scalar, StringArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Int64Array, RecordBatch, Scalar,
+    StringArray, TimestampMicrosecondArray,
 };
 use deltalake::arrow::compute::kernels::boolean::{and_kleene, not, or_kleene};
 use deltalake::arrow::compute::kernels::cmp;
@@ -128,6 +128,9 @@ impl RowFilter {
 
     /// Whether each row matches, over columns already taken from a batch: `values`
     /// parallel to [`RowFilter::columns`] (`None` for a partition column), `rows` long.
+    ///
+    /// # Errors
+    /// As [`RowFilter::evaluate_columns`].
     pub fn matches_columns(
         &self,
         values: &[Option<ArrayRef>],
@@ -195,13 +198,15 @@ fn prepared(column: &ColumnRef, array: &ArrayRef) -> Result<ArrayRef> {
 fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) -> Result<Node> {
     let mut index_of = |path: &[String]| -> Result<usize> {
         let column = ColumnRef::resolve(table, path)?;
-        Ok(match columns.iter().position(|c| c.physical == column.physical) {
-            Some(i) => i,
-            None => {
-                columns.push(column);
-                columns.len() - 1
-            }
-        })
+        Ok(
+            match columns.iter().position(|c| c.physical == column.physical) {
+                Some(i) => i,
+                None => {
+                    columns.push(column);
+                    columns.len() - 1
+                }
+            },
+        )
     };
     let check = |path: &[String], literal: &Literal, data_type: &DataType| -> Result<()> {
         typed_literal(path, data_type, literal).map(|_| ())
@@ -260,11 +265,19 @@ fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) 
     })
 }
 
-fn kleene(context: &str, result: std::result::Result<BooleanArray, deltalake::arrow::error::ArrowError>) -> Result<BooleanArray> {
+fn kleene(
+    context: &str,
+    result: std::result::Result<BooleanArray, deltalake::arrow::error::ArrowError>,
+) -> Result<BooleanArray> {
     result.map_err(|e| Error::arrow(context.to_string(), e))
 }
 
-fn eval(node: &Node, columns: &[ColumnRef], values: &[Values], rows: usize) -> Result<BooleanArray> {
+fn eval(
+    node: &Node,
+    columns: &[ColumnRef],
+    values: &[Values],
+    rows: usize,
+) -> Result<BooleanArray> {
     match node {
         Node::And(a, b) => {
             let a = eval(a, columns, values, rows)?;
@@ -468,11 +481,12 @@ fn scalar_for(
             };
             let (digits, literal_scale) = parse_decimal(&text).ok_or_else(unsupported)?;
             let column_scale = i32::from(*scale);
-            let limit = 10i128.checked_pow(u32::from(*precision)).unwrap_or(i128::MAX);
+            let limit = 10i128
+                .checked_pow(u32::from(*precision))
+                .unwrap_or(i128::MAX);
             let (value, exact_below) = if literal_scale <= column_scale {
-                let factor = 10i128.checked_pow(
-                    u32::try_from(column_scale - literal_scale).unwrap_or(u32::MAX),
-                );
+                let factor = 10i128
+                    .checked_pow(u32::try_from(column_scale - literal_scale).unwrap_or(u32::MAX));
                 match factor.and_then(|f| digits.checked_mul(f)) {
                     Some(v) => (v, None),
                     None => {
@@ -573,7 +587,10 @@ fn scalar_for(
             let Typed::Text(text) = typed else {
                 return Err(unsupported());
             };
-            Operand::Value(op, cast_to(Arc::new(StringArray::from(vec![text.as_str()])))?)
+            Operand::Value(
+                op,
+                cast_to(Arc::new(StringArray::from(vec![text.as_str()])))?,
+            )
         }
         ArrowType::Boolean => {
             let Typed::Bool(b) = typed else {

@@ -648,4 +648,3 @@ async fn delete_outcomes(reader: &Reader, outcomes: &[BinOutcome]) {
         log::warn!("the files of this run could not be deleted: {e}");
     }
 }
-

@@ -334,7 +334,9 @@ pub async fn recommend(
         Current {
             files: totals.files,
             train: figures(&train)?,
-            test: (!test.queries.is_empty()).then(|| figures(&test)).transpose()?,
+            test: (!test.queries.is_empty())
+                .then(|| figures(&test))
+                .transpose()?,
         }
     };
     let estimates = crate::sweep::estimate_layouts(table.clone(), &job, &|| {}).await?;
@@ -491,7 +493,10 @@ fn candidate_columns(table: &TableView, workload: &Workload) -> Result<Vec<Colum
             if column.partition_index.is_some() {
                 continue;
             }
-            match per_column.iter_mut().find(|(c, _)| c.physical == column.physical) {
+            match per_column
+                .iter_mut()
+                .find(|(c, _)| c.physical == column.physical)
+            {
                 Some((_, list)) => list.push(conjunct.clone()),
                 None => per_column.push((column, vec![conjunct.clone()])),
             }
@@ -506,16 +511,15 @@ fn candidate_columns(table: &TableView, workload: &Workload) -> Result<Vec<Colum
                 1.0
             } else {
                 let filter = RowFilter::new(table, &predicate)?;
-                let kept = filter
-                    .matches(&sample, &[])?
-                    .iter()
-                    .filter(|m| **m)
-                    .count();
+                let kept = filter.matches(&sample, &[])?.iter().filter(|m| **m).count();
                 kept as f64 / rows as f64
             };
             #[expect(clippy::cast_precision_loss, reason = "weights")]
             let weighted = query.weight as f64 * selectivity;
-            match by_column.iter_mut().find(|(name, _, _)| *name == column.name) {
+            match by_column
+                .iter_mut()
+                .find(|(name, _, _)| *name == column.name)
+            {
                 Some(entry) => {
                     entry.1 += query.weight;
                     entry.2 += weighted;

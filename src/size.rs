@@ -135,7 +135,7 @@ pub fn format_size(bytes: u64) -> String {
 #[must_use]
 pub fn exact_size(bytes: u64) -> String {
     for (unit, name) in [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")] {
-        if bytes >= unit && bytes % unit == 0 {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
             return format!("{}{name}", bytes / unit);
         }
     }
@@ -148,7 +148,17 @@ mod tests {
 
     #[test]
     fn exact_sizes_read_back() {
-        for bytes in [0, 1, 1000, 1024, 48 << 10, 64 << 20, 1 << 30, 3 << 40, (1 << 30) + 1] {
+        for bytes in [
+            0,
+            1,
+            1000,
+            1024,
+            48 << 10,
+            64 << 20,
+            1 << 30,
+            3 << 40,
+            (1 << 30) + 1,
+        ] {
             let text = exact_size(bytes);
             assert_eq!(
                 parse_size(crate::Setting::TargetFileSize, &text).unwrap(),

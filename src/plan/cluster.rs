@@ -245,7 +245,9 @@ impl Clustering {
                 *bytes.entry(tree.id.as_str()).or_default() += f.size_bytes;
             }
         }
-        let Some((&id, _)) = bytes.iter().max_by_key(|(id, b)| (**b, std::cmp::Reverse(**id)))
+        let Some((&id, _)) = bytes
+            .iter()
+            .max_by_key(|(id, b)| (**b, std::cmp::Reverse(**id)))
         else {
             return Selected {
                 files: all(),

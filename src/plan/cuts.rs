@@ -318,13 +318,15 @@ impl CutTree {
                     let slots = filter
                         .columns()
                         .iter()
-                        .map(|c| match columns.iter().position(|k| k.physical == c.physical) {
-                            Some(i) => i,
-                            None => {
-                                columns.push(c.clone());
-                                columns.len() - 1
-                            }
-                        })
+                        .map(
+                            |c| match columns.iter().position(|k| k.physical == c.physical) {
+                                Some(i) => i,
+                                None => {
+                                    columns.push(c.clone());
+                                    columns.len() - 1
+                                }
+                            },
+                        )
                         .collect();
                     Some(BoundCut { filter, slots })
                 }
@@ -420,13 +422,20 @@ impl BoundTree {
                                 .map_err(|e| Error::arrow("routing rows through a cut tree", e)),
                         })
                         .collect::<Result<Vec<_>>>()?;
-                    let matches = cut.filter.matches_columns(&values, partition_values, members.len())?;
-                    let (yes, no): (Vec<(u32, bool)>, Vec<(u32, bool)>) = members
-                        .into_iter()
-                        .zip(matches)
-                        .partition(|(_, m)| *m);
-                    stack.push((*other, no.into_iter().map(|(r, _)| r).collect()));
-                    stack.push((*matching, yes.into_iter().map(|(r, _)| r).collect()));
+                    let matches =
+                        cut.filter
+                            .matches_columns(&values, partition_values, members.len())?;
+                    let mut yes = Vec::with_capacity(members.len());
+                    let mut no = Vec::with_capacity(members.len());
+                    for (r, m) in members.into_iter().zip(matches) {
+                        if m {
+                            yes.push(r);
+                        } else {
+                            no.push(r);
+                        }
+                    }
+                    stack.push((*other, no));
+                    stack.push((*matching, yes));
                 }
                 (CutNode::Cut { .. }, None) => {
                     return Err(Error::Internal("an unbound cut".into()));
@@ -508,7 +517,10 @@ fn atoms_of(predicate: &Predicate, out: &mut Vec<Predicate>) {
             atoms_of(b, out);
         }
         Predicate::Not(a) => atoms_of(a, out),
-        Predicate::Compare { value, .. } if matches!(value, Literal::Null) => {}
+        Predicate::Compare {
+            value: Literal::Null,
+            ..
+        } => {}
         Predicate::Compare { column, op, value } => out.push(match op {
             CompareOp::Eq | CompareOp::NotEq => compare(column, CompareOp::Eq, value),
             CompareOp::GtEq | CompareOp::Lt => compare(column, CompareOp::GtEq, value),
@@ -746,13 +758,15 @@ pub fn build(input: &BuildInput<'_>) -> Result<CutTree> {
         let slots = pruner
             .columns()
             .iter()
-            .map(|c| match columns.iter().position(|k| k.physical == c.physical) {
-                Some(i) => i,
-                None => {
-                    columns.push(c.clone());
-                    columns.len() - 1
-                }
-            })
+            .map(
+                |c| match columns.iter().position(|k| k.physical == c.physical) {
+                    Some(i) => i,
+                    None => {
+                        columns.push(c.clone());
+                        columns.len() - 1
+                    }
+                },
+            )
             .collect();
         queries.push(BoundQuery {
             pruner,
@@ -808,7 +822,10 @@ pub fn build(input: &BuildInput<'_>) -> Result<CutTree> {
     let root_live: Vec<usize> = (0..queries.len()).collect();
     let mut grown: Vec<Grown> = vec![Grown::Leaf];
     let mut open: std::collections::BinaryHeap<Open> = std::collections::BinaryHeap::new();
-    let offer = |slot: usize, rows: Vec<u32>, live: Vec<usize>, open: &mut std::collections::BinaryHeap<Open>| {
+    let offer = |slot: usize,
+                 rows: Vec<u32>,
+                 live: Vec<usize>,
+                 open: &mut std::collections::BinaryHeap<Open>| {
         if let Some(choice) = builder.best_cut(&rows, &live) {
             open.push(Open {
                 gain: choice.gain,

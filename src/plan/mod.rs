@@ -485,7 +485,10 @@ fn shares(files: u64, share: f64) -> Vec<f64> {
 /// positions in `(0, 1)` of the rows between the files [`output_files`] makes (equal files,
 /// or one of the target and a remainder). Empty for one file.
 #[must_use]
-#[expect(clippy::cast_precision_loss, reason = "byte counts far below 2^52, a position")]
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "byte counts far below 2^52, a position"
+)]
 pub fn range_shares(total_bytes: u64, target_bytes: u64) -> Vec<f64> {
     if total_bytes == 0 {
         return Vec::new();
@@ -506,7 +509,9 @@ pub fn range_shares(total_bytes: u64, target_bytes: u64) -> Vec<f64> {
     reason = "byte counts far below 2^52, a rounded count"
 )]
 pub fn leaf_shares(total_bytes: u64, target_bytes: u64) -> Vec<f64> {
-    let files = (total_bytes as f64 / target_bytes.max(1) as f64).round().max(1.0) as u64;
+    let files = (total_bytes as f64 / target_bytes.max(1) as f64)
+        .round()
+        .max(1.0) as u64;
     shares(files, 1.0 / files as f64)
 }
 

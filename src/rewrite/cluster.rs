@@ -46,13 +46,13 @@ use rayon::prelude::*;
 use super::stats::leaf_values;
 use super::write::{RollingWriter, WriterConfig, WrittenFile};
 use super::{READ_ROWS_PER_WRITE, RewriteContext};
-use crate::curve::keys::{ColumnBuckets, DEFAULT_SAMPLE_ROWS, Reservoir, normalize};
 use crate::curve::bits_per_dimension;
+use crate::curve::keys::{ColumnBuckets, DEFAULT_SAMPLE_ROWS, Reservoir, normalize};
 use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
-use crate::plan::cuts::{BoundTree, TAG_CUT_LEAF, TAG_CUT_TREE};
 use crate::error::{Error, Result};
 use crate::plan::Bin;
 use crate::plan::cluster::{Clustering, KeyRange, KeySpace};
+use crate::plan::cuts::{BoundTree, TAG_CUT_LEAF, TAG_CUT_TREE};
 use crate::progress::{Phase, Progress, Scope};
 use crate::table::TableView;
 
@@ -320,11 +320,9 @@ pub(crate) fn run(
                     };
                     let mut range_tags = tags.clone();
                     // A range lies inside one leaf: the leaf of its lowest key.
-                    if let Some(leaf) = layout.leaf_of(if index == 0 {
-                        0
-                    } else {
-                        boundaries[index - 1]
-                    }) {
+                    if let Some(leaf) =
+                        layout.leaf_of(if index == 0 { 0 } else { boundaries[index - 1] })
+                    {
                         range_tags.insert(TAG_CUT_LEAF.to_string(), leaf.to_string());
                     }
                     let mut range_config = config(range_tags, index);

@@ -270,16 +270,17 @@ fn run_bin(
                     partition_values: &partition.raw_values,
                 };
                 cluster::run(
-            table,
-            &layout,
-            context,
-            bin,
-            bin.key_range
-                .and_then(|range| plan.key_spaces.get(range.space).map(|space| (space, range))),
-            &config,
-            progress,
-            &mut written,
-        )
+                    table,
+                    &layout,
+                    context,
+                    bin,
+                    bin.key_range.and_then(|range| {
+                        plan.key_spaces.get(range.space).map(|space| (space, range))
+                    }),
+                    &config,
+                    progress,
+                    &mut written,
+                )
             }),
         None => compact(
             table,
@@ -468,10 +469,7 @@ pub(crate) async fn write_bins(
     }
     if let Ok(root) = table.location.to_file_path() {
         leftovers::remove_stale_commit_staging(&root, leftovers::STAGING_MAX_AGE);
-        let removed = leftovers::remove_stale_upload_staging(
-            &root,
-            leftovers::STAGING_MAX_AGE,
-        );
+        let removed = leftovers::remove_stale_upload_staging(&root, leftovers::STAGING_MAX_AGE);
         if removed > 0 {
             log::info!("removed {removed} upload staging files of runs that died");
         }

@@ -799,8 +799,8 @@ pub(crate) async fn estimate_layouts(
                 ),
             ));
         }
-        let build_ms = plan_ms
-            .saturating_add(u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX));
+        let build_ms =
+            plan_ms.saturating_add(u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX));
         out.push(EstimatedLayout {
             layout,
             target_file_bytes: target,

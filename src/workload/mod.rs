@@ -324,7 +324,11 @@ mod tests {
         let w = Workload::parse(&text, "w").unwrap();
         let (train, test) = w.split(0.2, 7);
         assert_eq!(train.queries.len() + test.queries.len(), 50);
-        assert!((4..=18).contains(&test.queries.len()), "{}", test.queries.len());
+        assert!(
+            (4..=18).contains(&test.queries.len()),
+            "{}",
+            test.queries.len()
+        );
         // The same split whatever the line order.
         let reversed: String = text.lines().rev().map(|l| format!("{l}\n")).collect();
         let (_, test2) = Workload::parse(&reversed, "w").unwrap().split(0.2, 7);

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::{BinResult, WorkOrder};
 use crate::error::{Error, Result};
-use crate::prepare::OptimizeOptions;
 use crate::plan::Plan;
+use crate::prepare::OptimizeOptions;
 use crate::progress::Progress;
 use crate::rewrite::{BinOutcome, WrittenFile, read::Reader};
 use crate::table::StorageOptions;

@@ -60,9 +60,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::prepare::OptimizeOptions;
 use crate::plan::cluster::{KeyRange, KeySpace};
 use crate::plan::{self, Bin, PartitionPlan, Plan};
+use crate::prepare::OptimizeOptions;
 use crate::rewrite::{WrittenFile, read::Reader};
 use crate::table::{StorageOptions, TableDescription, TableLocation, TableView};
 

@@ -40,7 +40,9 @@ fn lineitem(dir: &std::path::Path, name: &str, files: usize, rows: usize, seed: 
     let mut out = Vec::new();
     for f in 0..files {
         let n = rows;
-        let keys: Vec<i64> = (0..n).map(|i| i64::try_from(f * rows + i).unwrap()).collect();
+        let keys: Vec<i64> = (0..n)
+            .map(|i| i64::try_from(f * rows + i).unwrap())
+            .collect();
         let dates: Vec<Option<i32>> = (0..n)
             .map(|_| (rng.random_range(0..100) != 0).then(|| 8036 + rng.random_range(0..2500)))
             .collect();
@@ -98,9 +100,12 @@ fn cuts(target: u64) -> OptimizeOptions {
     )
 }
 
-/// Every row of every data file of the table, as (file path, per column: the column's
-/// name and the row's value as text, `None` for null), read with the parquet crate.
-fn file_rows(location: &str) -> Vec<(String, Vec<Vec<(String, Option<String>)>>)> {
+/// One row as (column name, value as text, `None` for null) per column.
+type Row = Vec<(String, Option<String>)>;
+
+/// Every row of every data file of the table, as (file path, its rows), read with the
+/// parquet crate.
+fn file_rows(location: &str) -> Vec<(String, Vec<Row>)> {
     let table = load(location);
     let options = FormatOptions::default();
     table
@@ -479,12 +484,18 @@ fn cut_trees_on_real_tables_and_bad_workloads() {
             "all-types-nested",
             "2\tByteType > 5 AND DoubleType < 100\nStringType IN ('10', '20')\nDateType >= DATE '2020-01-05'\nnested_struct.aa = 'x'\n",
         ),
-        ("dv-columnmapping-partitioned", "col1 >= 3\npart = 1 AND col1 < 8\n"),
+        (
+            "dv-columnmapping-partitioned",
+            "col1 >= 3\npart = 1 AND col1 < 8\n",
+        ),
         (
             "timestamp-ntz-partitioned",
             "tsNtz > TIMESTAMP '2021-11-18 02:30:00'\nid IN (1, 5)\n",
         ),
-        ("partitioned-string-null", "4\tnumber > 2\na_float IS NULL\n"),
+        (
+            "partitioned-string-null",
+            "4\tnumber > 2\na_float IS NULL\n",
+        ),
     ];
     for (name, text) in cases {
         let fixture = Fixture::copy(name);
@@ -506,7 +517,11 @@ fn cut_trees_on_real_tables_and_bad_workloads() {
     // table untouched.
     for (name, text, needle) in [
         ("basic-with-checkpoint", "id > 5\nmissing = 3\n", "line 2"),
-        ("partitioned-string-null", "letter = 'a'\n", "partition columns only"),
+        (
+            "partitioned-string-null",
+            "letter = 'a'\n",
+            "partition columns only",
+        ),
     ] {
         let fixture = Fixture::copy(name);
         let listing = fixture.listing();
@@ -549,7 +564,12 @@ fn work_orders_and_out_of_core_runs_write_what_one_run_writes() {
     use crate::cli::{run, stderr};
     let ok = |args: &[&str]| {
         let output = run(args);
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
         String::from_utf8(output.stdout).unwrap()
     };
     let dir = tempfile::tempdir().unwrap();
@@ -562,7 +582,13 @@ fn work_orders_and_out_of_core_runs_write_what_one_run_writes() {
     let workload_file = workload_file.display().to_string();
     let target = "64KiB";
     ok(&[
-        "optimize", &one, "--workload", &workload_file, "--target-size", target, "--no-report",
+        "optimize",
+        &one,
+        "--workload",
+        &workload_file,
+        "--target-size",
+        target,
+        "--no-report",
         "-q",
     ]);
     ok(&[
@@ -606,8 +632,20 @@ fn work_orders_and_out_of_core_runs_write_what_one_run_writes() {
     assert!(order["plan"]["partitions"][0]["cut_tree"]["nodes"].is_array());
     let mut results = Vec::new();
     for bin in &bins {
-        let out = work.path().join(format!("r{bin}.json")).display().to_string();
-        ok(&["execute", &plan_path, "--bin", &bin.to_string(), "--out", &out, "-q"]);
+        let out = work
+            .path()
+            .join(format!("r{bin}.json"))
+            .display()
+            .to_string();
+        ok(&[
+            "execute",
+            &plan_path,
+            "--bin",
+            &bin.to_string(),
+            "--out",
+            &out,
+            "-q",
+        ]);
         results.push(out);
     }
     let mut args = vec!["commit", plan_path.as_str()];
@@ -632,7 +670,14 @@ fn work_orders_and_out_of_core_runs_write_what_one_run_writes() {
     );
     let again = work.path().join("again.json").display().to_string();
     ok(&[
-        "plan", &ordered, "--workload", &workload_file, "--target-size", target, "--out", &again,
+        "plan",
+        &ordered,
+        "--workload",
+        &workload_file,
+        "--target-size",
+        target,
+        "--out",
+        &again,
     ]);
     let again: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
@@ -668,7 +713,10 @@ fn row_filters_agree_with_the_predicate_language_on_every_type() {
         "StringType" => format!("'{value}'"),
         "DateType" => format!("DATE '{value}'"),
         "TimestampType" | "TimestampNTZType" => {
-            format!("TIMESTAMP '{}'", value.replace('T', " ").trim_end_matches('Z'))
+            format!(
+                "TIMESTAMP '{}'",
+                value.replace('T', " ").trim_end_matches('Z')
+            )
         }
         _ => value.to_string(),
     };
@@ -706,7 +754,9 @@ fn row_filters_agree_with_the_predicate_language_on_every_type() {
             predicates.push(format!("{column} IN ({lit}, NULL)"));
             predicates.push(format!("NOT ({column} IN ({lit}))"));
         }
-        predicates.push(format!("{column} IS NULL OR {column} IS NOT NULL AND {column} = {column}_x"));
+        predicates.push(format!(
+            "{column} IS NULL OR {column} IS NOT NULL AND {column} = {column}_x"
+        ));
     }
     // Literals between and beyond the values.
     for extra in [
@@ -798,7 +848,11 @@ fn recommend_estimates_what_the_built_pick_gets() {
         "{pick:?} against {:?}",
         r.current
     );
-    assert!(r.command.starts_with("delta-layout optimize "), "{}", r.command);
+    assert!(
+        r.command.starts_with("delta-layout optimize "),
+        "{}",
+        r.command
+    );
     // Build the pick and score it on the training queries.
     let (train, _) = workload().split(options.holdout, options.seed);
     let mut plan = PlanOptions::default().with_target_file_bytes(Some(pick.target_file_bytes));
@@ -902,10 +956,9 @@ fn the_workload_commands_work_together() {
     let r: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(r["candidates"].as_array().unwrap().len() >= 3, "{r}");
     assert!(
-        r["command"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("delta-layout optimize {location} --target-size 64KiB")),
+        r["command"].as_str().unwrap().starts_with(&format!(
+            "delta-layout optimize {location} --target-size 64KiB"
+        )),
         "{r}"
     );
     // Bad options name the flag.
@@ -914,7 +967,14 @@ fn the_workload_commands_work_together() {
         ("--max-columns", "9", "--max-columns"),
         ("--target-sizes", "0", "--target-sizes"),
     ] {
-        let output = run(&["recommend", &location, "--workload", workload_file, flag, value]);
+        let output = run(&[
+            "recommend",
+            &location,
+            "--workload",
+            workload_file,
+            flag,
+            value,
+        ]);
         assert_eq!(output.status.code(), Some(2));
         assert!(stderr(&output).contains(needle), "{}", stderr(&output));
     }

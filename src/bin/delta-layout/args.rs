@@ -443,7 +443,12 @@ pub struct PlanningArgs {
     )]
     pub zorder: Option<Vec<String>>,
     /// Cluster along a Hilbert curve over 1 to 6 columns (as --zorder; better locality).
-    #[arg(long, value_name = "COLS", conflicts_with = "workload", help_heading = "Curve")]
+    #[arg(
+        long,
+        value_name = "COLS",
+        conflicts_with = "workload",
+        help_heading = "Curve"
+    )]
     pub hilbert: Option<Vec<String>>,
     /// Lay rows out by a cut tree fitted to the queries of this workload file (one
     /// predicate per line, `WEIGHT<TAB>` before it for queries that ran more than once).

@@ -308,9 +308,8 @@ fn run_recommend(context: &Context, args: args::RecommendArgs) -> anyhow::Result
 /// was skipped on standard error; the exit code (2 when no predicate was found).
 fn run_extract(context: &Context, args: args::ExtractArgs) -> anyhow::Result<ExitCode> {
     let (runtime, _, at) = context.parts();
-    let sql = std::fs::read_to_string(&args.sql).map_err(|e| {
-        anyhow::anyhow!("cannot read SQL file '{}': {e}", args.sql.display())
-    })?;
+    let sql = std::fs::read_to_string(&args.sql)
+        .map_err(|e| anyhow::anyhow!("cannot read SQL file '{}': {e}", args.sql.display()))?;
     let columns: Vec<String> = match &args.schema {
         Some(location) => {
             let table =
@@ -344,7 +343,13 @@ fn run_extract(context: &Context, args: args::ExtractArgs) -> anyhow::Result<Exi
             "delta-layout: {} predicates ({} runs) from {} of {} statements",
             extraction.predicates.len(),
             extraction.predicates.iter().map(|p| p.count).sum::<u64>(),
-            extraction.statements - extraction.skipped.iter().map(|s| s.statement).collect::<std::collections::BTreeSet<_>>().len(),
+            extraction.statements
+                - extraction
+                    .skipped
+                    .iter()
+                    .map(|s| s.statement)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len(),
             extraction.statements
         )?;
     }
@@ -780,7 +785,10 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
                     target_file_bytes: Some(outcome.plan.target_file_bytes),
                     ..Default::default()
                 };
-                Ok((delta_layout::report::compare(&before, &after, &options)?, scores))
+                Ok((
+                    delta_layout::report::compare(&before, &after, &options)?,
+                    scores,
+                ))
             });
             match result {
                 Ok(comparison) => Some(comparison),

@@ -896,6 +896,16 @@ pub fn plan(out: &mut impl Write, plan: &delta_layout::plan::Plan) -> io::Result
     )
 }
 
+/// An average byte count (a float) as a size.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "an average of byte counts, rounded, never negative"
+)]
+fn approx_size(bytes: f64) -> String {
+    format_size(bytes.round().max(0.0) as u64)
+}
+
 /// A workload score: per run, files, bytes and rows scanned, and the heaviest queries.
 pub fn workload_score(
     out: &mut impl Write,
@@ -910,7 +920,7 @@ pub fn workload_score(
         w.files_scanned,
         w.files,
         percent(w.files_skipped),
-        format_size(w.bytes_scanned.round().max(0.0) as u64),
+        approx_size(w.bytes_scanned),
         format_size(w.bytes),
         percent(w.bytes_skipped),
         w.rows_scanned
@@ -922,7 +932,8 @@ pub fn workload_score(
             tree.tree, tree.files, tree.leaves
         )?;
     }
-    let mut heaviest: Vec<&delta_layout::workload::score::QueryScore> = w.per_query.iter().collect();
+    let mut heaviest: Vec<&delta_layout::workload::score::QueryScore> =
+        w.per_query.iter().collect();
     heaviest.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.predicate.cmp(&b.predicate)));
     for q in heaviest.iter().take(10) {
         writeln!(
@@ -935,7 +946,11 @@ pub fn workload_score(
         )?;
     }
     if heaviest.len() > 10 {
-        writeln!(out, "  ... {} more queries (--json lists them all)", heaviest.len() - 10)?;
+        writeln!(
+            out,
+            "  ... {} more queries (--json lists them all)",
+            heaviest.len() - 10
+        )?;
     }
     Ok(())
 }
@@ -957,8 +972,8 @@ pub fn workload_change(
         after.files,
         percent(before.files_skipped),
         percent(after.files_skipped),
-        format_size(before.bytes_scanned.round().max(0.0) as u64),
-        format_size(after.bytes_scanned.round().max(0.0) as u64),
+        approx_size(before.bytes_scanned),
+        approx_size(after.bytes_scanned),
         percent(before.bytes_skipped),
         percent(after.bytes_skipped),
     )
@@ -1042,7 +1057,7 @@ pub fn recommend(
             target,
             files,
             train.files_scanned,
-            format_size(train.bytes_scanned.round().max(0.0) as u64),
+            approx_size(train.bytes_scanned),
             percent(train.files_skipped),
             test.map_or("-".to_string(), |t| format!("{:.1}", t.files_scanned)),
             test.map_or("-".to_string(), |t| percent(t.files_skipped)),
@@ -1085,13 +1100,16 @@ pub fn recommend(
             pick.layout,
             format_size(pick.target_file_bytes),
             then.files_scanned,
-            format_size(then.bytes_scanned.round().max(0.0) as u64),
-            if pick.test.is_some() { "test" } else { "training" },
+            approx_size(then.bytes_scanned),
+            if pick.test.is_some() {
+                "test"
+            } else {
+                "training"
+            },
             now.files_scanned,
-            format_size(now.bytes_scanned.round().max(0.0) as u64),
+            approx_size(now.bytes_scanned),
         )?;
         writeln!(out, "command    {}", r.command)?;
     }
     Ok(())
 }
-
