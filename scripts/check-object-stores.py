@@ -334,6 +334,69 @@ def new_objects(store, prefix, before):
     return {k for k in store.keys(prefix) - before if "/_delta_log/" not in k}
 
 
+def commit_actions(store, table, version):
+    text = store.get(f"{table}/_delta_log/{version:020}.json").decode()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def run_workload(store, binary):
+    """Workload-aware layouts in the store: `recommend` writes nothing, `optimize --workload`
+    lays the table out by a cut tree recorded in the commit and the files' tags, a second run
+    does nothing, new rows after an append go through the same tree (read back from the
+    store's log), and `report --workload` scores it."""
+    kind = store.kind
+    table = "cuts"
+    uri = f"{store.root}/{table}"
+    write_events(store, uri, appends=12, rows_each=200)
+    before, v0 = rows(store, uri)
+    workload = Path(tempfile.mkdtemp()) / "events.workload"
+    workload.write_text("# three queries\n3\tid >= 1000 AND id < 1600\nx > 500.5\n"
+                        "2\ts IN ('name-3', 'name-4') AND id < 900\n")
+    keys_before = store.keys(table)
+    out = cli(store, binary, "recommend", uri, "--workload", str(workload), "--target-sizes",
+              "4KiB,16KiB", "--holdout", "0.3", "--json", check_rc=0)
+    recommendation = json.loads(out.stdout)
+    check(f"{kind}: recommend ranks layouts and prints the command",
+          len(recommendation["candidates"]) >= 4
+          and recommendation["command"].startswith(f"delta-layout optimize {uri} "),
+          recommendation.get("command", ""))
+    check(f"{kind}: recommend writes nothing", store.keys(table) == keys_before)
+    out = cli(store, binary, "optimize", uri, "--workload", str(workload), "--target-size", "4KiB",
+              "--json", check_rc=0)
+    result = json.loads(out.stdout)
+    after, v1 = rows(store, uri)
+    check(f"{kind}: a cut tree commits and keeps the rows", result["version"] == v1 == v0 + 1
+          and after == before, f"{result['version']} (read {v0})")
+    actions = commit_actions(store, table, v1)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    trees = {t["id"] for t in info.get("delta-layout.cutTrees", [])}
+    adds = [a["add"] for a in actions if "add" in a]
+    # One tree per partition; partitions of alike rows grow the same tree (one id).
+    recorded = info.get("delta-layout.cutTrees", [])
+    check(f"{kind}: the commit records the trees once and every file carries one",
+          1 <= len(trees) == len(recorded) <= 4 and adds
+          and all(a["tags"]["DELTA_LAYOUT_CUT_TREE"] in trees for a in adds),
+          f"{len(recorded)} trees recorded, {len(trees)} ids, {len(adds)} files")
+    out = cli(store, binary, "optimize", uri, "--workload", str(workload), "--target-size", "4KiB",
+              "--json", check_rc=0)
+    check(f"{kind}: a second cut-tree run commits nothing", json.loads(out.stdout)["version"] is None)
+    write_events(store, uri, appends=2, rows_each=200, start=12)
+    before, v2 = rows(store, uri)
+    out = cli(store, binary, "optimize", uri, "--workload", str(workload), "--target-size", "4KiB",
+              "--json", check_rc=0)
+    after, v3 = rows(store, uri)
+    added = [a["add"] for a in commit_actions(store, table, v3) if "add" in a]
+    check(f"{kind}: after an append the new rows go through the recorded trees",
+          v3 == v2 + 1 and after == before and added
+          and all(a["tags"]["DELTA_LAYOUT_CUT_TREE"] in trees for a in added),
+          f"{v2} -> {v3}")
+    out = cli(store, binary, "report", uri, "--workload", str(workload), "--json", check_rc=0)
+    score = json.loads(out.stdout)["workload"]
+    check(f"{kind}: report --workload scores the layout",
+          score["queries"] == 3 and score["runs"] == 6 and score["files_skipped"] > 0,
+          json.dumps(score)[:300])
+
+
 def run_gcs(store, binary, testdata):
     """fake-gcs-server refuses the object_store crate's XML API uploads ("invalid uploadType"),
     so delta-rs cannot write a table there: what can be checked is how `gs://` URIs, their
@@ -403,6 +466,8 @@ def run_store(store, binary, testdata):
           json.dumps(deleted)[:300])
     out = cli(store, binary, "history", events, "--json", check_rc=0)
     check(f"{kind}: history lists both runs", len(json.loads(out.stdout)["runs"]) == 2, out.stdout[:300])
+
+    run_workload(store, binary)
 
     if kind == "s3":
         # Commits must be atomic: a store without conditional writes is refused before any

@@ -231,10 +231,13 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
     );
     // The cut trees the written files were laid out by, so a later run routes new rows
     // through them (crate::plan::cuts, "Recording").
+    // Partitions of alike rows may grow the same tree: recorded once.
+    let mut ids = HashSet::new();
     let trees: Vec<Value> = plan
         .partitions
         .iter()
         .filter_map(|p| p.cut_tree.as_ref())
+        .filter(|t| ids.insert(t.id.clone()))
         .filter_map(|t| serde_json::to_value(t).ok())
         .collect();
     if !trees.is_empty() {
