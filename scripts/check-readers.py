@@ -108,7 +108,7 @@ def first_columns(binary, path, n):
             if c["column"] not in partition and c["min_max_fraction"] > 0][:n]
 
 
-def check(binary, name, path, expected=None, codec="zstd:1"):
+def check(binary, name, path, expected=None, codec="zstd:3"):
     """Reads `path` with every reader, rewrites it twice (Parquet `codec`), reads again."""
     before = {}
     for reader, read in READERS.items():
@@ -231,6 +231,34 @@ def checkpoint_after_commit(path):
                         mode="append")
 
 
+def unique_keys(path):
+    """Keys unique in 300,000 rows (and a price of as many values), in 30 appends: their
+    dictionary would outgrow its page in every row group, so the rewrite writes them PLAIN
+    (the plan's `plain_columns`), beside low-cardinality columns that keep theirs."""
+    for i in range(30):
+        ids = list(range(i * 10_000, (i + 1) * 10_000))
+        write_deltalake(path, pa.table({
+            "key": pa.array([(v * 2_654_435_761) % 4_294_967_311 for v in ids], pa.int64()),
+            "price": pa.array([(v * 7919) % 1_000_003 / 100 for v in ids], pa.float64()),
+            "flag": pa.array([["A", "N", "R"][v % 3] for v in ids]),
+            "day": pa.array([v % 365 for v in ids], pa.int32()),
+        }), mode="append")
+
+
+def plain_columns(path):
+    """The columns of the table's live files that were written without a dictionary page."""
+    dt = DeltaTable(path)
+    plain = set()
+    for uri in dt.file_uris():
+        meta = pq.ParquetFile(uri.removeprefix("file://")).metadata
+        for g in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                column = meta.row_group(g).column(c)
+                if not column.has_dictionary_page:
+                    plain.add(column.path_in_schema)
+    return plain
+
+
 def main():
     global EXTENSION
     binary, testdata = sys.argv[1], sys.argv[2]
@@ -246,6 +274,14 @@ def main():
             path = os.path.join(tmp, f"codec-{codec.replace(':', '-')}")
             shutil.copytree(os.path.join(testdata, "http-requests-delta-rs"), path)
             results += check(binary, f"http-requests-delta-rs --compression {codec}", path, codec=codec)
+        # Columns written PLAIN (no dictionary), read by both readers.
+        path = os.path.join(tmp, "unique-keys")
+        unique_keys(path)
+        results += check(binary, "made: unique-keys (PLAIN columns)", path)
+        plain = plain_columns(path)
+        ok = plain == {"key", "price"}
+        print(f"{'ok   ' if ok else 'FAIL '} {'made: unique-keys (PLAIN columns)':40} written without a dictionary: {sorted(plain)}")
+        results.append(ok)
         made = [
             ("made: int96-outside-nanos", int96_table),
             ("made: empty-and-null-partitions", empty_and_null_partitions),

@@ -396,9 +396,10 @@ fn between_representable(op: CompareOp) -> (Option<CompareOp>, bool, Option<bool
 /// or below all of them.
 fn beyond_range(op: CompareOp, above: bool) -> bool {
     match op {
-        CompareOp::Lt | CompareOp::LtEq | CompareOp::NotEq => above,
+        CompareOp::Lt | CompareOp::LtEq => above,
         CompareOp::Gt | CompareOp::GtEq => !above,
         CompareOp::Eq => false,
+        CompareOp::NotEq => true,
     }
 }
 
@@ -644,5 +645,8 @@ mod tests {
         assert!(beyond_range(CompareOp::Gt, false));
         assert!(!beyond_range(CompareOp::Eq, false));
         assert!(beyond_range(CompareOp::NotEq, false));
+        assert!(beyond_range(CompareOp::NotEq, true));
+        assert!(beyond_range(CompareOp::LtEq, true));
+        assert!(!beyond_range(CompareOp::GtEq, true));
     }
 }

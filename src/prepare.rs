@@ -180,7 +180,8 @@ impl OptimizeOptions {
 /// Plans `table` with `options`' plan options, bins and clustering ranges sized by the
 /// output ratio ([`PlanOptions::with_output_ratio`]): the one given, else the one
 /// [`rewrite::estimate`] measures on a sample of the candidate files (read with the run's
-/// settings, written in memory with its codec), then planned again with it. With a cut tree
+/// settings, written in memory with its codec; the sample also decides the plan's
+/// [`Plan::plain_columns`]), then planned again with it. With a cut tree
 /// ([`crate::plan::cluster::ClusterRequest::cuts`]), the trees of earlier runs that the
 /// table's files name are read back from the log first ([`crate::history::cut_trees`]), and
 /// each partition the plan rewrites without one gets a new tree ([`build_trees`]).
@@ -242,20 +243,22 @@ async fn ratio_sized(
     reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
     reader.cancel = Some(options.cancel.clone());
     let codec = options.codec;
-    let ratio = {
+    let measured = {
         let table = table.clone();
         tokio::task::spawn_blocking(move || {
-            rewrite::estimate::output_ratio(&table, &first, &reader, codec)
+            rewrite::estimate::measure_output(&table, &first, &reader, codec)
         })
         .await
         .map_err(|e| Error::Internal(format!("the output size estimate failed: {e}")))??
     };
-    plan::plan(
+    let mut plan = plan::plan(
         table,
         &plan_options
             .clone()
-            .with_output_ratio(Some(ratio.unwrap_or(1.0))),
-    )
+            .with_output_ratio(Some(measured.ratio.unwrap_or(1.0))),
+    )?;
+    plan.plain_columns = measured.plain_columns;
+    Ok(plan)
 }
 
 /// Files of a partition read for its cut tree's sample, at most: spread evenly over the

@@ -1,6 +1,6 @@
 //! The physical limit of any rewrite, for `scripts/bench.sh`: reads every live row of a
 //! table with the library's reader and writes them back unsorted into Parquet files of the
-//! target size, with the same writer settings as `optimize` (its default codec, zstd:1; row groups of a quarter
+//! target size, with the same writer settings as `optimize` (its default codec, zstd:3; row groups of a quarter
 //! of the target, at least 1 MiB), in parallel over groups of input files of about the
 //! target size. No stats, no sort, no commit.
 //! `plain-copy TABLE OUT_DIR TARGET_BYTES` (build with `--features tpch`).

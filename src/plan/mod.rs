@@ -420,6 +420,12 @@ pub struct Plan {
     /// indexes them); empty unless a work order split a scope.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub key_spaces: Vec<cluster::KeySpace>,
+    /// Leaf columns (dotted physical paths) the files are written without a dictionary:
+    /// measured on the output-ratio sample ([`crate::rewrite::estimate::plain_columns`]), the
+    /// columns whose dictionary would outgrow its page in every row group anyway. Left out of
+    /// the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plain_columns: Vec<String>,
     /// Every file of the selected partitions is rewritten whatever its size
     /// ([`PlanOptions::with_rewrite_all`], `sweep`'s builds): bins then lay data out anew and
     /// need not reduce the file count ([`Plan::must_reduce_file_count`]). Left out of the
@@ -827,6 +833,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         output_ratio,
         run_id: options.run_id.clone().unwrap_or_default(),
         key_spaces: Vec::new(),
+        plain_columns: Vec::new(),
         rewrite_all: options.rewrite_all,
     })
 }

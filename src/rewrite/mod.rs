@@ -249,6 +249,7 @@ fn run_bin(
         runtime: context.reader.runtime.clone(),
         expected_rows: None,
         upload_part_bytes: upload::UPLOAD_PART_BYTES,
+        plain_columns: plan.plain_columns.clone(),
     };
     let mut written = Vec::new();
     let rows = match &plan.clustering {

@@ -57,9 +57,11 @@ pub enum Codec {
     None,
 }
 
-/// Zstandard level of the default codec: on the 4M-row table of BENCHMARKS.md level 1 wrote
-/// 0.8% smaller files than level 3, and smaller than delta-rs' zstd, at 15% less CPU.
-pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
+/// Zstandard level of the default codec: on TPC-H lineitem (BENCHMARKS.md) level 3 writes
+/// 2 to 3% fewer bytes than level 1 (which cannot match the zero high bytes of `PLAIN`
+/// integers: its minimum match is 6 to 7 bytes) for 1 to 3% more wall time, and fewer bytes
+/// than delta-rs' optimize, which writes zstd at level 4.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
 
 impl Default for Codec {
     fn default() -> Self {
@@ -182,6 +184,7 @@ pub(crate) struct RollingWriter {
     runtime: tokio::runtime::Handle,
     expected_rows: Option<u64>,
     upload_part_bytes: usize,
+    plain_columns: Vec<String>,
     // state
     current: Option<OpenFile>,
     written: Vec<WrittenFile>,
@@ -262,6 +265,8 @@ pub(crate) struct WriterConfig {
     pub expected_rows: Option<u64>,
     /// Bytes of an upload's parts ([`super::upload::UPLOAD_PART_BYTES`]; smaller in tests).
     pub upload_part_bytes: usize,
+    /// Leaf columns written without a dictionary ([`crate::plan::Plan::plain_columns`]).
+    pub plain_columns: Vec<String>,
 }
 
 /// Most rows of a row group: 2^20.
@@ -294,15 +299,29 @@ pub fn row_group_bytes(target_file_bytes: u64) -> u64 {
 
 /// The writer properties of every file written: `codec`, row groups of at most
 /// [`MAX_ROW_GROUP_ROWS`] rows and [`row_group_bytes`] (what `ArrowWriter` itself would cut
-/// at; the rolling writer cuts its row groups itself, by the same limits).
-pub(crate) fn writer_properties(codec: Codec, target_file_bytes: u64) -> WriterProperties {
-    WriterProperties::builder()
+/// at; the rolling writer cuts its row groups itself, by the same limits), and no dictionary
+/// for the leaf columns of `plain_columns` (dotted physical paths: columns whose dictionary
+/// would outgrow its page in every row group, [`super::estimate::plain_columns`]; their values
+/// are written `PLAIN`, an encoding every Parquet reader reads). Other columns keep arrow-rs'
+/// defaults (dictionary encoding up to a 1 MiB dictionary page, then `PLAIN`).
+pub(crate) fn writer_properties(
+    codec: Codec,
+    target_file_bytes: u64,
+    plain_columns: &[String],
+) -> WriterProperties {
+    let mut builder = WriterProperties::builder()
         .set_compression(codec.parquet())
         .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
         .set_max_row_group_bytes(Some(
             usize::try_from(row_group_bytes(target_file_bytes)).unwrap_or(usize::MAX),
-        ))
-        .build()
+        ));
+    for column in plain_columns {
+        builder = builder.set_column_dictionary_enabled(
+            deltalake::parquet::schema::types::ColumnPath::from(column.as_str()),
+            false,
+        );
+    }
+    builder.build()
 }
 
 impl RollingWriter {
@@ -322,6 +341,7 @@ impl RollingWriter {
             runtime: config.runtime,
             expected_rows: config.expected_rows,
             upload_part_bytes: config.upload_part_bytes,
+            plain_columns: config.plain_columns,
             current: None,
             written: Vec::new(),
             rows: 0,
@@ -337,7 +357,7 @@ impl RollingWriter {
     }
 
     fn properties(&self) -> WriterProperties {
-        writer_properties(self.codec, self.target_file_bytes)
+        writer_properties(self.codec, self.target_file_bytes, &self.plain_columns)
     }
 
     /// Whether the open file, of `current` bytes, is to be closed now (see the module
@@ -684,6 +704,7 @@ mod tests {
             expected_rows: None,
             // Parts far smaller than a file: every file is a multipart upload.
             upload_part_bytes: 4096,
+            plain_columns: Vec::new(),
         });
         for chunk in 0..40i64 {
             let ids: Vec<i64> = (chunk * 1000..(chunk + 1) * 1000).collect();
@@ -779,6 +800,7 @@ mod tests {
             runtime: runtime.handle().clone(),
             expected_rows,
             upload_part_bytes: crate::rewrite::upload::UPLOAD_PART_BYTES,
+            plain_columns: Vec::new(),
         });
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for chunk in 0..batches {
@@ -892,6 +914,7 @@ mod tests {
             runtime: runtime.handle().clone(),
             expected_rows: Some(6000),
             upload_part_bytes: crate::rewrite::upload::UPLOAD_PART_BYTES,
+            plain_columns: Vec::new(),
         });
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         let mut blobs = Vec::new();

@@ -94,7 +94,7 @@ pub const DEFAULT_BATCH_BINS: usize = 0;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrderSettings {
     /// Parquet compression of the written files, as [`crate::rewrite::write::Codec::parse`]
-    /// reads it (`zstd:1`).
+    /// reads it (`zstd:3`).
     pub codec: String,
     /// Memory a clustering bin may buffer, bytes; `None`: a quarter of the worker's memory.
     pub memory_limit_bytes: Option<u64>,

@@ -570,7 +570,7 @@ fn one_clustering_column_sorts_every_file() {
         let before = rows(&location);
         let options = OptimizeOptions::default().with_plan(
             PlanOptions::default()
-                .with_target_file_bytes(Some(200_000))
+                .with_target_file_bytes(Some(100_000))
                 .with_clustering(Some(ClusterRequest::new(curve, vec!["y".into()]))),
         );
         optimize(&location, &options).unwrap();

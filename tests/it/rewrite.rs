@@ -571,3 +571,68 @@ fn every_read_concurrency_keeps_the_rows_in_order() {
     assert_eq!(written[0], written[1]);
     assert_eq!(written[0], written[2]);
 }
+
+/// Keys unique in a row group are written `PLAIN`: the plan measures it on its output
+/// sample (`plain_columns`), the written files have no dictionary page for them and keep one
+/// for low-cardinality columns, and every row is kept.
+#[test]
+fn columns_whose_dictionary_falls_back_are_written_plain() {
+    use deltalake::arrow::array::{Int64Array, RecordBatch, StringArray};
+    use deltalake::arrow::datatypes::{DataType, Field, Schema};
+    let schema = std::sync::Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Int64, false),
+        Field::new("flag", DataType::Utf8, false),
+        Field::new("day", DataType::Int64, false),
+    ]));
+    let files: Vec<Vec<RecordBatch>> = (0..10_i64)
+        .map(|f| {
+            let ids = (f * 20_000)..((f + 1) * 20_000);
+            vec![
+                RecordBatch::try_new(
+                    schema.clone(),
+                    vec![
+                        std::sync::Arc::new(Int64Array::from_iter_values(
+                            ids.clone().map(|v| v * 2_654_435_761 % 4_294_967_311),
+                        )),
+                        std::sync::Arc::new(StringArray::from_iter_values(
+                            ids.clone()
+                                .map(|v| ["A", "N", "R"][usize::try_from(v % 3).unwrap()]),
+                        )),
+                        std::sync::Arc::new(Int64Array::from_iter_values(ids.map(|v| v % 365))),
+                    ],
+                )
+                .unwrap(),
+            ]
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let location = crate::fixture::synthetic_table(dir.path(), "keys", &files)
+        .display()
+        .to_string();
+    let before = crate::fixture::rows(&location);
+    let outcome = crate::fixture::optimize(
+        &location,
+        &delta_layout::optimize::OptimizeOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(outcome.plan.plain_columns, ["key"]);
+    assert_eq!(crate::fixture::rows(&location), before);
+    let table = crate::fixture::load(&location);
+    assert_eq!(table.files.len(), 1);
+    let file =
+        std::fs::File::open(std::path::Path::new(&location).join(&table.files[0].path)).unwrap();
+    let reader = deltalake::parquet::file::reader::SerializedFileReader::new(file).unwrap();
+    use deltalake::parquet::file::reader::FileReader as _;
+    let meta = reader.metadata();
+    for g in 0..meta.num_row_groups() {
+        for c in meta.row_group(g).columns() {
+            let plain = c.dictionary_page_offset().is_none();
+            assert_eq!(
+                plain,
+                c.column_path().string() == "key",
+                "row group {g}, column {}",
+                c.column_path().string()
+            );
+        }
+    }
+}

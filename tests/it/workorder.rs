@@ -678,7 +678,7 @@ fn a_clustering_scope_split_over_bins_writes_what_one_bin_writes() {
     let (_copy_dir, copy) = copy_table(&fixture);
     let before = rows(&location);
     let total = load(&location).totals().bytes;
-    let target = (total / 40).to_string();
+    let target = (total / 48).to_string();
     let task = (total / 4 + 1).to_string();
     let work = tempfile::tempdir().unwrap();
     let order = plan(

@@ -484,11 +484,12 @@ pub struct PlanningArgs {
     /// quarter of physical memory.
     #[arg(long, value_name = "SIZE", help_heading = "Curve")]
     pub memory_limit: Option<String>,
-    /// gzip, gzip:LEVEL (0 to 9) or none.
+    /// Parquet codec of the written files: snappy, zstd, zstd:LEVEL (1 to 22), lz4, gzip,
+    /// gzip:LEVEL (0 to 9) or none.
     #[arg(
         long,
         value_name = "CODEC",
-        default_value = "zstd:1",
+        default_value = "zstd:3",
         help_heading = "Execution"
     )]
     pub compression: String,
