@@ -105,18 +105,8 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
         .data_leaf_columns()
         .into_iter()
         .map(|leaf| {
-            let with_min_max = table
-                .files
-                .iter()
-                .filter_map(|f| f.stats.as_ref())
-                .filter(|s| s.min(&leaf.physical).is_some() && s.max(&leaf.physical).is_some())
-                .count();
-            let with_nulls = table
-                .files
-                .iter()
-                .filter_map(|f| f.stats.as_ref())
-                .filter(|s| s.nulls(&leaf.physical).is_some())
-                .count();
+            let (with_min_max, with_nulls) =
+                crate::pruning::stats_coverage(table, &leaf.physical, &leaf.data_type);
             ColumnCoverage {
                 column: leaf.display_name(),
                 min_max_fraction: fraction(with_min_max),

@@ -18,6 +18,8 @@
 //!   sorts NaN above every number: a float column is treated as possibly holding NaN in
 //!   every file, so `x > 5` never skips on it, but `x = 5` and `x BETWEEN 1 AND 2` do.
 
+use deltalake::arrow::array::{Array, ArrayRef, AsArray, StructArray};
+use deltalake::arrow::datatypes::Int64Type;
 use deltalake::kernel::{DataType, PrimitiveType};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -202,6 +204,209 @@ impl FileBounds {
     pub fn has_range(&self) -> bool {
         self.min.is_some() && self.max.is_some()
     }
+}
+
+/// `column`'s bounds in every file of `table`, parallel to [`TableView::files`]: for files of
+/// the log whose stats delta-rs parsed in its log replay, read from those Arrow columns (no
+/// JSON parsed again); for the others, and for partition and float columns, from each
+/// file's stats ([`FileBounds::of`]). Both give the same bounds (tested on every table of
+/// `testdata/`); where delta-rs could not parse a value, the bound is unknown, which skips
+/// nothing.
+#[must_use]
+pub fn column_bounds(
+    table: &TableView,
+    column: &ColumnRef,
+    prefix_length: usize,
+) -> Vec<FileBounds> {
+    let parsed = table
+        .parsed_stats
+        .as_ref()
+        .filter(|_| column.partition_index.is_none())
+        .and_then(|stats| Some((stats, ParsedColumn::new(stats, column)?)));
+    table
+        .files
+        .par_iter()
+        .map(|file| {
+            let row = parsed.as_ref().and_then(|(stats, column)| {
+                Some((column, file.stats.as_ref()?.parsed_row(stats)?))
+            });
+            match row {
+                Some((parsed, row)) => parsed.bounds(file, row, prefix_length),
+                None => FileBounds::of(column, file, prefix_length),
+            }
+        })
+        .collect()
+}
+
+/// How many files of `table` record min and max for the leaf column at `physical` (of
+/// `data_type`), and how many its null count: from delta-rs' parsed stats where it has the
+/// column (files of the log), else from each file's stats JSON.
+#[must_use]
+pub fn stats_coverage(
+    table: &TableView,
+    physical: &[String],
+    data_type: &DataType,
+) -> (usize, usize) {
+    let column = ColumnRef {
+        name: crate::column::format_path(physical),
+        logical: physical.to_vec(),
+        physical: physical.to_vec(),
+        data_type: data_type.clone(),
+        partition_index: None,
+    };
+    let parsed = table
+        .parsed_stats
+        .as_ref()
+        .and_then(|stats| Some((stats, ParsedColumn::new(stats, &column)?)));
+    table
+        .files
+        .par_iter()
+        .map(|file| {
+            let Some(stats) = &file.stats else {
+                return (0, 0);
+            };
+            let row = parsed
+                .as_ref()
+                .and_then(|(all, p)| Some((p, stats.parsed_row(all)?)));
+            match row {
+                Some((p, row)) => (
+                    usize::from(p.min.is_valid(row) && p.max.is_valid(row)),
+                    usize::from(p.nulls.is_valid(row)),
+                ),
+                None => (
+                    usize::from(stats.min(physical).is_some() && stats.max(physical).is_some()),
+                    usize::from(stats.nulls(physical).is_some()),
+                ),
+            }
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+/// One column's arrays in a table's [`crate::table::ParsedStats`].
+struct ParsedColumn<'a> {
+    data_type: &'a DataType,
+    min: &'a ArrayRef,
+    max: &'a ArrayRef,
+    nulls: &'a ArrayRef,
+}
+
+impl<'a> ParsedColumn<'a> {
+    /// The arrays of `column`, when all three are there and of a type read exactly here.
+    fn new(stats: &'a crate::table::ParsedStats, column: &'a ColumnRef) -> Option<Self> {
+        fn leaf<'s>(root: Option<&'s StructArray>, path: &[String]) -> Option<&'s ArrayRef> {
+            let (first, rest) = path.split_first()?;
+            let array = root?.column_by_name(first)?;
+            if rest.is_empty() {
+                return Some(array);
+            }
+            leaf(array.as_struct_opt(), rest)
+        }
+        let exact = matches!(
+            column.data_type,
+            DataType::Primitive(
+                PrimitiveType::Byte
+                    | PrimitiveType::Short
+                    | PrimitiveType::Integer
+                    | PrimitiveType::Long
+                    | PrimitiveType::Double
+                    | PrimitiveType::Decimal(_)
+                    | PrimitiveType::String
+                    | PrimitiveType::Boolean
+                    | PrimitiveType::Date
+                    | PrimitiveType::Timestamp
+                    | PrimitiveType::TimestampNtz
+            )
+        );
+        exact.then_some(())?;
+        Some(Self {
+            data_type: &column.data_type,
+            min: leaf(stats.min.as_ref(), &column.physical)?,
+            max: leaf(stats.max.as_ref(), &column.physical)?,
+            nulls: leaf(stats.null_count.as_ref(), &column.physical)?,
+        })
+    }
+
+    /// The bounds of `file` (row `row` of the arrays), by the rules of [`FileBounds::of`].
+    fn bounds(&self, file: &DataFile, row: usize, prefix_length: usize) -> FileBounds {
+        let Some(stats) = &file.stats else {
+            return FileBounds::default();
+        };
+        let nulls = (row < self.nulls.len() && self.nulls.is_valid(row))
+            .then(|| {
+                self.nulls
+                    .as_primitive_opt::<Int64Type>()
+                    .and_then(|a| u64::try_from(a.value(row)).ok())
+            })
+            .flatten();
+        let all_null = matches!((nulls, stats.num_records), (Some(n), Some(r)) if n == r);
+        let min = typed_at(self.min, row, self.data_type);
+        let max = typed_at(self.max, row, self.data_type);
+        let (min, max) = if all_null || min.is_none() || max.is_none() {
+            (None, None)
+        } else {
+            (min, max)
+        };
+        let upper = match &max {
+            Some(Typed::Timestamp(ts)) => {
+                Some(Typed::Timestamp(*ts + chrono::Duration::microseconds(999)))
+            }
+            other => other.clone(),
+        };
+        let max_is_prefix =
+            matches!(&max, Some(Typed::Text(s)) if s.chars().count() >= prefix_length);
+        FileBounds {
+            min,
+            max,
+            upper,
+            max_is_prefix,
+            no_nulls: nulls == Some(0),
+            all_null,
+        }
+    }
+}
+
+/// Row `row` of a parsed stats array as the value [`parse_typed`] reads from the log's
+/// JSON for a column of `data_type`; `None` for a null or a type read otherwise.
+fn typed_at(array: &ArrayRef, row: usize, data_type: &DataType) -> Option<Typed> {
+    use deltalake::arrow::datatypes::{
+        DataType as ArrowType, Date32Type, Decimal128Type, DecimalType as _, Float64Type, Int8Type,
+        Int16Type, Int32Type, TimeUnit, TimestampMicrosecondType,
+    };
+    if row >= array.len() || array.is_null(row) {
+        return None;
+    }
+    Some(match array.data_type() {
+        ArrowType::Int8 => Typed::Int(i128::from(array.as_primitive::<Int8Type>().value(row))),
+        ArrowType::Int16 => Typed::Int(i128::from(array.as_primitive::<Int16Type>().value(row))),
+        ArrowType::Int32 => Typed::Int(i128::from(array.as_primitive::<Int32Type>().value(row))),
+        ArrowType::Int64 => Typed::Int(i128::from(array.as_primitive::<Int64Type>().value(row))),
+        ArrowType::Float64 => Typed::Float(array.as_primitive::<Float64Type>().value(row)),
+        ArrowType::Decimal128(precision, scale) => {
+            // As the log's number text reads: the decimal's digits, parsed as a double.
+            let text = Decimal128Type::format_decimal(
+                array.as_primitive::<Decimal128Type>().value(row),
+                *precision,
+                *scale,
+            );
+            return parse_typed(data_type, &text);
+        }
+        ArrowType::Utf8 => Typed::Text(array.as_string::<i32>().value(row).to_string()),
+        ArrowType::LargeUtf8 => Typed::Text(array.as_string::<i64>().value(row).to_string()),
+        ArrowType::Utf8View => Typed::Text(array.as_string_view().value(row).to_string()),
+        ArrowType::Boolean => Typed::Bool(array.as_boolean().value(row)),
+        ArrowType::Date32 => {
+            let days = array.as_primitive::<Date32Type>().value(row);
+            Typed::Date(
+                chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?
+                    .checked_add_signed(chrono::Duration::days(i64::from(days)))?,
+            )
+        }
+        ArrowType::Timestamp(TimeUnit::Microsecond, _) => {
+            let micros = array.as_primitive::<TimestampMicrosecondType>().value(row);
+            Typed::Timestamp(chrono::DateTime::from_timestamp_micros(micros)?.naive_utc())
+        }
+        _ => return None,
+    })
 }
 
 /// The table's string prefix length ([`PROP_STRING_PREFIX_LENGTH`], default 32).

@@ -921,9 +921,10 @@ fn written_file(
         modification_time_ms: 0,
         raw_partition_values: partition_values.clone(),
         partition_values,
-        stats: Some(crate::table::FileStats {
-            num_records: Some(file.num_records),
-            ..crate::table::FileStats::default()
+        stats: Some({
+            let mut stats = crate::table::FileStats::default();
+            stats.num_records = Some(file.num_records);
+            stats
         }),
         deletion_vector: None,
         tags: std::collections::BTreeMap::new(),

@@ -950,17 +950,19 @@ impl Selection {
         };
         let pruner = crate::pruning::Pruner::new(table, &parsed).map_err(with_setting)?;
         let prefix = crate::pruning::string_prefix_length(table);
+        // Each column's bounds in every file, then each file decided on its row of them.
+        let columns: Vec<Vec<crate::pruning::FileBounds>> = pruner
+            .columns()
+            .iter()
+            .map(|c| crate::pruning::column_bounds(table, c, prefix))
+            .collect();
         let decided: Vec<(bool, bool)> = {
             use rayon::prelude::*;
-            table
-                .files
-                .par_iter()
-                .map(|file| {
-                    let bounds: Vec<crate::pruning::FileBounds> = pruner
-                        .columns()
-                        .iter()
-                        .map(|c| crate::pruning::FileBounds::of(c, file, prefix))
-                        .collect();
+            (0..table.files.len())
+                .into_par_iter()
+                .map(|f| {
+                    let bounds: Vec<crate::pruning::FileBounds> =
+                        columns.iter().map(|c| c[f].clone()).collect();
                     let is_unknown =
                         |c: &crate::pruning::ColumnRef, b: &crate::pruning::FileBounds| {
                             c.partition_index.is_none() && !b.has_range() && !b.all_null

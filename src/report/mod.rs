@@ -389,7 +389,11 @@ impl<'t> Analysis<'t> {
                 }
                 out
             }
-            None => default_columns(table, prefix_length),
+            None => {
+                // The columns with bounds in some file, and those bounds.
+                let (columns, bounds) = default_columns(table, prefix_length).into_iter().unzip();
+                return Ok(Self::of_bounds(table, columns, bounds, prefix_length));
+            }
         };
         Ok(Self::of_columns(table, columns, prefix_length))
     }
@@ -398,14 +402,18 @@ impl<'t> Analysis<'t> {
     fn of_columns(table: &'t TableView, columns: Vec<ColumnRef>, prefix_length: usize) -> Self {
         let bounds: Vec<Vec<FileBounds>> = columns
             .par_iter()
-            .map(|c| {
-                table
-                    .files
-                    .iter()
-                    .map(|f| FileBounds::of(c, f, prefix_length))
-                    .collect()
-            })
+            .map(|c| crate::pruning::column_bounds(table, c, prefix_length))
             .collect();
+        Self::of_bounds(table, columns, bounds, prefix_length)
+    }
+
+    /// The analysis of `table` on these resolved columns, with their bounds in every file.
+    fn of_bounds(
+        table: &'t TableView,
+        columns: Vec<ColumnRef>,
+        bounds: Vec<Vec<FileBounds>>,
+        prefix_length: usize,
+    ) -> Self {
         let ranked = bounds.par_iter().map(|b| RankedBounds::new(b)).collect();
         let rows = file_rows(table);
         let models = columns
@@ -448,12 +456,8 @@ impl<'t> Analysis<'t> {
                 if self.columns.iter().any(|r| r.logical == c.logical) {
                     None
                 } else {
-                    let bounds: Vec<FileBounds> = self
-                        .table
-                        .files
-                        .iter()
-                        .map(|f| FileBounds::of(c, f, self.prefix_length))
-                        .collect();
+                    let bounds: Vec<FileBounds> =
+                        crate::pruning::column_bounds(self.table, c, self.prefix_length);
                     let ranked = RankedBounds::new(&bounds);
                     Some((bounds, ranked))
                 }
@@ -822,30 +826,30 @@ fn file_rows(table: &TableView) -> Vec<f64> {
         .collect()
 }
 
-/// Partition columns, then data columns with an order and min/max stats in some file.
-fn default_columns(table: &TableView, prefix_length: usize) -> Vec<ColumnRef> {
-    let mut out = Vec::new();
+/// Partition columns, then data columns with an order and min/max stats in some file; with
+/// each one's bounds in every file.
+fn default_columns(table: &TableView, prefix_length: usize) -> Vec<(ColumnRef, Vec<FileBounds>)> {
+    let mut candidates = Vec::new();
     for name in &table.partition_columns {
         if let Ok(c) = ColumnRef::resolve(table, std::slice::from_ref(name)) {
-            out.push(c);
+            candidates.push((c, true));
         }
     }
     for leaf in table.data_leaf_columns() {
         if !is_orderable(&leaf.data_type) {
             continue;
         }
-        let Ok(c) = ColumnRef::resolve(table, &leaf.logical) else {
-            continue;
-        };
-        if table
-            .files
-            .iter()
-            .any(|f| FileBounds::of(&c, f, prefix_length).has_range())
-        {
-            out.push(c);
+        if let Ok(c) = ColumnRef::resolve(table, &leaf.logical) {
+            candidates.push((c, false));
         }
     }
-    out
+    candidates
+        .into_par_iter()
+        .filter_map(|(c, partition)| {
+            let bounds = crate::pruning::column_bounds(table, &c, prefix_length);
+            (partition || bounds.iter().any(FileBounds::has_range)).then_some((c, bounds))
+        })
+        .collect()
 }
 
 fn layout(

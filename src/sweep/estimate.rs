@@ -285,11 +285,8 @@ fn estimate_bin(
                 collector.update(&gathered)?;
             }
             let stats = collector.finish();
-            let stats = FileStats::from_json("an estimated file", &stats)?;
-            let stats = FileStats {
-                num_records: Some(slice.len() as u64),
-                ..stats
-            };
+            let mut stats = FileStats::from_json("an estimated file", &stats)?;
+            stats.num_records = Some(slice.len() as u64);
             #[expect(
                 clippy::cast_possible_truncation,
                 clippy::cast_sign_loss,

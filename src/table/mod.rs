@@ -16,7 +16,8 @@ pub mod row_tracking;
 pub mod schema;
 pub mod stats;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use deltalake::arrow::array::AsArray as _;
 
@@ -78,6 +79,24 @@ pub struct TableView {
     pub row_tracking: Option<row_tracking::RowTracking>,
     /// The log store the view came from, for the edges that read data or commit.
     pub(crate) log_store: LogStoreRef,
+    /// The stats of the log's files as delta-rs parsed them in its log replay (Arrow
+    /// columns, one row per file, which each file's [`FileStats`] points at), so that bounds are
+    /// read without parsing each file's stats JSON again ([`crate::pruning::column_bounds`]);
+    /// `None` for a view not loaded from a log.
+    pub(crate) parsed_stats: Option<Arc<ParsedStats>>,
+}
+
+/// Per-file stats as Arrow columns (delta-rs' `add_actions_batches`: the checkpoint's
+/// `stats_parsed`, or each commit's stats JSON parsed once by its log replay), typed by the
+/// table's stats schema (the columns stats are collected for).
+#[derive(Debug)]
+pub(crate) struct ParsedStats {
+    /// `minValues`, a struct of the columns (nested structs for struct columns).
+    pub min: Option<deltalake::arrow::array::StructArray>,
+    /// `maxValues`.
+    pub max: Option<deltalake::arrow::array::StructArray>,
+    /// `nullCount`.
+    pub null_count: Option<deltalake::arrow::array::StructArray>,
 }
 
 /// A table at one version without its files: what a worker needs to read and write the
@@ -397,24 +416,87 @@ impl TableView {
             })
             .collect::<Result<Vec<_>>>()?;
 
-        let raw_paths = raw_paths(state)?;
-        let mut adds = Vec::with_capacity(state.log_data().num_files());
-        for view in state.log_data().iter() {
-            #[expect(
-                deprecated,
-                reason = "the only public way to get the complete add action"
-            )]
-            let add = view.add_action();
-            let raw_path = raw_paths.get(&add.path).cloned().ok_or_else(|| {
-                Error::Internal(format!("no raw log path for data file '{}'", add.path))
-            })?;
-            adds.push((add, raw_path));
+        // The add actions as columns, in the order of the log data: each file's path as the
+        // log spells it, and its stats as delta-rs parsed them.
+        let actions = {
+            let batches = state
+                .add_actions_batches(false)
+                .map_err(|e| Error::delta("listing the active files", e))?;
+            match batches.first() {
+                Some(first) => Some(
+                    deltalake::arrow::compute::concat_batches(&first.schema(), &batches)
+                        .map_err(|e| Error::arrow("joining the active files", e))?,
+                ),
+                None => None,
+            }
+        };
+        let views: Vec<_> = state.log_data().iter().collect();
+        let raw_paths: Vec<String> = match &actions {
+            Some(batch) => {
+                let column = batch.column_by_name("path").ok_or_else(|| {
+                    Error::Internal("the add-actions table has no path column".into())
+                })?;
+                let column = deltalake::arrow::compute::cast(
+                    column,
+                    &deltalake::arrow::datatypes::DataType::Utf8,
+                )
+                .map_err(|e| Error::arrow("reading raw paths", e))?;
+                column
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|p| p.unwrap_or_default().to_string())
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        if raw_paths.len() != views.len() {
+            return Err(Error::Internal(format!(
+                "{} add actions for {} files",
+                raw_paths.len(),
+                views.len()
+            )));
         }
-        // Parsing each file's stats JSON is most of the work: in parallel, in log order.
+        let parsed_stats = actions.as_ref().map(|batch| {
+            let field = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .and_then(|c| c.as_struct_opt())
+                    .cloned()
+            };
+            Arc::new(ParsedStats {
+                min: field("min"),
+                max: field("max"),
+                null_count: field("null_count"),
+            })
+        });
+        // Rebuilding each add action and reading its stats is most of the work: in parallel,
+        // in log order; each file is checked to be the add-actions row it is given.
         let files = {
             use rayon::prelude::*;
-            adds.into_par_iter()
-                .map(|(add, raw_path)| DataFile::from_add(add, raw_path, &partition_physical_names))
+            views
+                .into_par_iter()
+                .zip(raw_paths.into_par_iter())
+                .enumerate()
+                .map(|(row, (view, raw_path))| {
+                    #[expect(
+                        deprecated,
+                        reason = "the only public way to get the complete add action"
+                    )]
+                    let add = view.add_action();
+                    if percent_encoding::percent_decode_str(&raw_path).decode_utf8_lossy()
+                        != add.path.as_str()
+                    {
+                        return Err(Error::Internal(format!(
+                            "the add actions are not in the order of the log data at '{}'",
+                            add.path
+                        )));
+                    }
+                    let mut file = DataFile::from_add(add, raw_path, &partition_physical_names)?;
+                    if let (Some(stats), Some(parsed)) = (&mut file.stats, &parsed_stats) {
+                        stats.parsed = Some((Arc::clone(parsed), row));
+                    }
+                    Ok(file)
+                })
                 .collect::<Result<Vec<_>>>()?
         };
         Ok(Self {
@@ -431,6 +513,7 @@ impl TableView {
             column_mapping,
             files,
             log_store: table.log_store(),
+            parsed_stats,
         })
     }
 
@@ -526,6 +609,7 @@ impl TableView {
             clustering_columns: description.clustering_columns,
             row_tracking: description.row_tracking,
             log_store: table.log_store(),
+            parsed_stats: None,
         })
     }
 
@@ -805,31 +889,4 @@ pub(crate) fn partition_value_strict(data_type: &deltalake::kernel::DataType, te
         return fraction.len() <= scale && whole.len() <= precision.saturating_sub(scale);
     }
     true
-}
-
-/// Maps each active file's decoded path to its path as spelled in the log. deltalake's file
-/// views only give the decoded form; its add-actions table keeps the log's string.
-fn raw_paths(state: &deltalake::table::state::DeltaTableState) -> Result<HashMap<String, String>> {
-    let batch = state
-        .add_actions_table(false)
-        .map_err(|e| Error::delta("listing the raw paths of the active files", e))?;
-    let Some(column) = batch.column_by_name("path") else {
-        return Err(Error::Internal(
-            "the add-actions table has no path column".into(),
-        ));
-    };
-    let column =
-        deltalake::arrow::compute::cast(column, &deltalake::arrow::datatypes::DataType::Utf8)
-            .map_err(|e| Error::arrow("reading raw paths", e))?;
-    let strings = column.as_string::<i32>();
-    Ok(strings
-        .iter()
-        .flatten()
-        .map(|raw| {
-            let decoded = percent_encoding::percent_decode_str(raw)
-                .decode_utf8_lossy()
-                .into_owned();
-            (decoded, raw.to_string())
-        })
-        .collect())
 }

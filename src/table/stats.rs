@@ -8,78 +8,186 @@
 //! **Missing means unknown.** A file without stats, or a column absent from `minValues`, has
 //! unknown bounds, never an empty range or zero nulls.
 
+use std::sync::{Arc, OnceLock};
+
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
 /// The statistics of one data file, as recorded in the Delta log.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// `numRecords` and `tightBounds` are read when the stats are; the per-column maps
+/// (`minValues`, `maxValues`, `nullCount`) are parsed from the stats' JSON text on first use
+/// and kept, so that loading a log of a million files does not build a million maps that
+/// nothing reads ([`crate::pruning::column_bounds`] reads bounds from delta-rs' parsed stats
+/// columns instead).
+#[derive(Debug, Clone, Default)]
 pub struct FileStats {
     /// `numRecords`: physical rows in the file (before any deletion vector), or `None` when
     /// the writer did not record it.
     pub num_records: Option<u64>,
-    /// `minValues`: per column (nested objects for structs), a lower bound of the non-null
-    /// values. Empty when absent.
-    pub min_values: Map<String, Value>,
-    /// `maxValues`: per column, an upper bound of the non-null values (a truncated string is
-    /// still an upper bound). Empty when absent.
-    pub max_values: Map<String, Value>,
-    /// `nullCount`: per column, the number of null values. Empty when absent.
-    pub null_count: Map<String, Value>,
     /// `tightBounds`: `Some(false)` when a deletion vector made the bounds wide (they still
     /// bound the remaining rows); `None` when not recorded.
     pub tight_bounds: Option<bool>,
+    /// The per-column maps, parsed from `text` on first use (set at once by
+    /// [`FileStats::with_values`]).
+    values: OnceLock<StatsValues>,
+    /// The stats' JSON text, for `values`.
+    text: Option<Arc<str>>,
+    /// Where delta-rs' log replay parsed these same stats: the table's parsed columns and
+    /// this file's row in them. Set only for stats read from the log, so that replacing a
+    /// file's stats (an estimated or rewritten file) drops the link with them.
+    pub(crate) parsed: Option<(Arc<super::ParsedStats>, usize)>,
+}
+
+/// The per-column maps of a [`FileStats`].
+#[derive(Debug, Clone, Default, PartialEq)]
+struct StatsValues {
+    min_values: Map<String, Value>,
+    max_values: Map<String, Value>,
+    null_count: Map<String, Value>,
+}
+
+impl PartialEq for FileStats {
+    fn eq(&self, other: &Self) -> bool {
+        self.num_records == other.num_records
+            && self.tight_bounds == other.tight_bounds
+            && self.values() == other.values()
+    }
+}
+
+/// The fields of a stats object read at once: the maps are skipped (and validated as JSON).
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(rename = "numRecords", default)]
+    num_records: Option<Value>,
+    #[serde(rename = "tightBounds", default)]
+    tight_bounds: Option<Value>,
 }
 
 impl FileStats {
-    /// Parses the JSON text of an `add.stats` field.
+    /// Parses the JSON text of an `add.stats` field: `numRecords` and `tightBounds` now, the
+    /// per-column maps on first use.
     ///
     /// # Errors
-    /// [`Error::Json`] when the text is not a JSON object; `path` names the file in the
-    /// message context.
+    /// [`Error::Json`] when the text is not JSON; [`Error::DataFile`] when it is not a JSON
+    /// object; `path` names the file in both.
     pub fn from_json(path: &str, text: &str) -> Result<Self> {
-        let value: Value = serde_json::from_str(text).map_err(|source| Error::Json {
-            context: format!("parsing the stats of data file '{path}'"),
-            source,
-        })?;
-        let Value::Object(mut object) = value else {
+        // A struct also reads from a JSON array: only an object is stats.
+        if !text.trim_start().starts_with('{') && serde_json::from_str::<Value>(text).is_ok() {
             return Err(Error::data_file(
                 path,
                 "has stats that are not a JSON object",
             ));
-        };
-        let mut take_map = |key: &str| match object.remove(key) {
-            Some(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
-        let min_values = take_map("minValues");
-        let max_values = take_map("maxValues");
-        let null_count = take_map("nullCount");
+        }
+        let head: Head = serde_json::from_str(text).map_err(|source| {
+            if source.classify() == serde_json::error::Category::Data {
+                Error::data_file(path, "has stats that are not a JSON object")
+            } else {
+                Error::Json {
+                    context: format!("parsing the stats of data file '{path}'"),
+                    source,
+                }
+            }
+        })?;
         Ok(Self {
-            num_records: object.get("numRecords").and_then(Value::as_u64),
+            num_records: head.num_records.as_ref().and_then(Value::as_u64),
+            tight_bounds: head.tight_bounds.as_ref().and_then(Value::as_bool),
+            values: OnceLock::new(),
+            text: Some(Arc::from(text)),
+            parsed: None,
+        })
+    }
+
+    /// Stats of these values (a file written or estimated here).
+    #[must_use]
+    pub fn with_values(
+        num_records: Option<u64>,
+        min_values: Map<String, Value>,
+        max_values: Map<String, Value>,
+        null_count: Map<String, Value>,
+        tight_bounds: Option<bool>,
+    ) -> Self {
+        let values = OnceLock::new();
+        let _ = values.set(StatsValues {
             min_values,
             max_values,
             null_count,
-            tight_bounds: object.get("tightBounds").and_then(Value::as_bool),
+        });
+        Self {
+            num_records,
+            tight_bounds,
+            values,
+            text: None,
+            parsed: None,
+        }
+    }
+
+    /// This file's row in `parsed`, when these stats are that row (read from the same log).
+    pub(crate) fn parsed_row(&self, parsed: &Arc<super::ParsedStats>) -> Option<usize> {
+        match &self.parsed {
+            Some((stats, row)) if Arc::ptr_eq(stats, parsed) => Some(*row),
+            _ => None,
+        }
+    }
+
+    fn values(&self) -> &StatsValues {
+        self.values.get_or_init(|| {
+            let Some(text) = &self.text else {
+                return StatsValues::default();
+            };
+            // The text was read as a JSON object when these stats were made.
+            let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(text) else {
+                return StatsValues::default();
+            };
+            let mut take_map = |key: &str| match object.remove(key) {
+                Some(Value::Object(map)) => map,
+                _ => Map::new(),
+            };
+            StatsValues {
+                min_values: take_map("minValues"),
+                max_values: take_map("maxValues"),
+                null_count: take_map("nullCount"),
+            }
         })
+    }
+
+    /// `minValues`: per column (nested objects for structs), a lower bound of the non-null
+    /// values. Empty when absent.
+    #[must_use]
+    pub fn min_values(&self) -> &Map<String, Value> {
+        &self.values().min_values
+    }
+
+    /// `maxValues`: per column, an upper bound of the non-null values (a truncated string is
+    /// still an upper bound). Empty when absent.
+    #[must_use]
+    pub fn max_values(&self) -> &Map<String, Value> {
+        &self.values().max_values
+    }
+
+    /// `nullCount`: per column, the number of null values. Empty when absent.
+    #[must_use]
+    pub fn null_count(&self) -> &Map<String, Value> {
+        &self.values().null_count
     }
 
     /// The `minValues` entry at a (physical) column path such as `["a", "b"]`, if recorded.
     #[must_use]
     pub fn min(&self, path: &[String]) -> Option<&Value> {
-        lookup(&self.min_values, path)
+        lookup(self.min_values(), path)
     }
 
     /// The `maxValues` entry at a (physical) column path, if recorded.
     #[must_use]
     pub fn max(&self, path: &[String]) -> Option<&Value> {
-        lookup(&self.max_values, path)
+        lookup(self.max_values(), path)
     }
 
     /// The `nullCount` entry at a (physical) column path, if recorded.
     #[must_use]
     pub fn nulls(&self, path: &[String]) -> Option<u64> {
-        lookup(&self.null_count, path).and_then(Value::as_u64)
+        lookup(self.null_count(), path).and_then(Value::as_u64)
     }
 }
 
@@ -119,7 +227,8 @@ mod tests {
 
         let bare = FileStats::from_json("f", r#"{"numRecords":5}"#).unwrap();
         assert_eq!(bare.num_records, Some(5));
-        assert!(bare.min_values.is_empty());
+        assert!(bare.min_values().is_empty());
+        assert!(FileStats::from_json("f", "5").is_err());
         assert!(FileStats::from_json("f", "[1]").is_err());
         assert!(FileStats::from_json("f", "{").is_err());
     }

@@ -138,9 +138,18 @@ impl Fixture {
                 if let Some(n) = stats.num_records {
                     object.insert("numRecords".into(), n.into());
                 }
-                object.insert("minValues".into(), Value::Object(stats.min_values.clone()));
-                object.insert("maxValues".into(), Value::Object(stats.max_values.clone()));
-                object.insert("nullCount".into(), Value::Object(stats.null_count.clone()));
+                object.insert(
+                    "minValues".into(),
+                    Value::Object(stats.min_values().clone()),
+                );
+                object.insert(
+                    "maxValues".into(),
+                    Value::Object(stats.max_values().clone()),
+                );
+                object.insert(
+                    "nullCount".into(),
+                    Value::Object(stats.null_count().clone()),
+                );
                 add["stats"] = Value::String(Value::Object(object).to_string());
             }
             lines.push(serde_json::json!({ "add": add }).to_string());

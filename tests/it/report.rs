@@ -752,3 +752,51 @@ fn html_page_has_ticks_axis_labels_legend_counts_and_a_tooltip_per_file() {
         "first bar below the legend"
     );
 }
+
+/// Bounds read from delta-rs' parsed stats columns equal the bounds read from each file's
+/// stats JSON, for every column of every real table, and so do the stats coverage counts.
+#[test]
+fn parsed_stats_give_the_bounds_the_json_gives() {
+    let mut compared = 0;
+    for name in crate::rewrite::ACCEPTED
+        .iter()
+        .chain(["stats-parsed-only-checkpoint"].iter())
+    {
+        let fixture = crate::fixture::Fixture::copy(name);
+        let table = crate::fixture::load(&fixture.location());
+        let prefix = delta_layout::pruning::string_prefix_length(&table);
+        for leaf in table.data_leaf_columns() {
+            if let Ok(column) = delta_layout::pruning::ColumnRef::resolve(&table, &leaf.logical) {
+                let columnar = delta_layout::pruning::column_bounds(&table, &column, prefix);
+                for (file, bounds) in table.files.iter().zip(&columnar) {
+                    let json = delta_layout::pruning::FileBounds::of(&column, file, prefix);
+                    assert_eq!(bounds, &json, "{name}: {} in {}", column.name, file.path);
+                    compared += 1;
+                }
+            }
+            let (min_max, nulls) =
+                delta_layout::pruning::stats_coverage(&table, &leaf.physical, &leaf.data_type);
+            let json = |f: &dyn Fn(&delta_layout::table::FileStats) -> bool| {
+                table
+                    .files
+                    .iter()
+                    .filter_map(|file| file.stats.as_ref())
+                    .filter(|s| f(s))
+                    .count()
+            };
+            assert_eq!(
+                min_max,
+                json(&|s| s.min(&leaf.physical).is_some() && s.max(&leaf.physical).is_some()),
+                "{name}: {}",
+                leaf.display_name()
+            );
+            assert_eq!(
+                nulls,
+                json(&|s| s.nulls(&leaf.physical).is_some()),
+                "{name}: {}",
+                leaf.display_name()
+            );
+        }
+    }
+    assert!(compared > 500, "{compared} bounds compared");
+}
