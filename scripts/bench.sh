@@ -7,7 +7,7 @@
 # bytes and rows before and after (rows must match) and the skipping quality of the result
 # from `delta-layout report` (overlap depth and share of files skipped by 1% ranges on each
 # clustering column), and how many files of the result lie within 20% of the target size.
-# Writes the tables into BENCHMARKS.md between its bench.sh markers.
+# Writes the tables into BENCHMARKS.md between its bench.sh markers for the scale factor.
 #
 # usage: scripts/bench.sh [SCALE_FACTOR=1] [ROUNDS=3] [TARGET_SIZE=8MiB]
 # Inputs: TPC-H lineitem from the tpchgen crates (600 shuffled small files, unpartitioned;
@@ -140,8 +140,11 @@ contenders_part=(
   "plain||plain"
   "delta-layout compact||dl"
   "delta-layout hilbert 2|$two|dl --hilbert $two"
+  "delta-layout zorder 4|$four|dl --zorder $four"
+  "delta-layout hilbert 4|$four|dl --hilbert $four"
   "delta-rs compact||drs compact"
   "delta-rs z_order 2|$two|drs zorder l_shipdate l_partkey"
+  "delta-rs z_order 4|$four|drs zorder l_shipdate l_partkey l_suppkey l_quantity"
 )
 contenders_flights=(
   "plain||plain"
@@ -189,11 +192,11 @@ print(n*{None:1,'KiB':1024,'MiB':1<<20,'GiB':1<<30}[u])")
 dlv=$("$dl" --version | awk '{print $2}')
 drsv=$("$py" -c "import deltalake; print(deltalake.__version__)")
 python3 scripts/bench-report.py "$results" "$sf" "$target" "$rounds" "$dlv" "$drsv" > "$work/section.md"
-python3 - "$work/section.md" <<'PY'
+python3 - "$work/section.md" "$sf" <<'PY'
 import sys, re
 section = open(sys.argv[1]).read()
 doc = open("BENCHMARKS.md").read()
-start, end = "<!-- bench.sh start -->", "<!-- bench.sh end -->"
+start, end = f"<!-- bench.sh sf{sys.argv[2]} start -->", f"<!-- bench.sh sf{sys.argv[2]} end -->"
 block = start + "\n" + section + end
 if start in doc:
     doc = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, doc, flags=re.S)
