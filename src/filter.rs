@@ -486,8 +486,11 @@ fn scalar_for(
                 .checked_pow(u32::from(*precision))
                 .unwrap_or(i128::MAX);
             let (value, exact_below) = if literal_scale <= column_scale {
-                let factor = 10i128
-                    .checked_pow(u32::try_from(column_scale - literal_scale).unwrap_or(u32::MAX));
+                // In i64: an exponent can make the literal's scale any i32.
+                let factor = 10i128.checked_pow(
+                    u32::try_from(i64::from(column_scale) - i64::from(literal_scale))
+                        .unwrap_or(u32::MAX),
+                );
                 match factor.and_then(|f| digits.checked_mul(f)) {
                     Some(v) => (v, None),
                     None => {
@@ -603,14 +606,20 @@ fn scalar_for(
     })
 }
 
-/// A decimal literal's digits and scale: `-1.250` is `(-1250, 3)`, `3e2` is not read
-/// (`None`), `.5` is `(5, 1)`.
+/// A decimal literal's digits and scale, exactly: `-1.250` is `(-1250, 3)`, `.5` is `(5, 1)`,
+/// `1.5e2` is `(15, -1)` (a negative scale multiplies: 15 x 10^1), `2E-3` is `(2, 3)`; `None`
+/// when it is not a number or its digits or exponent do not fit (`i128`, `i32`). Zero is
+/// `(0, 0)` whatever its exponent.
 fn parse_decimal(text: &str) -> Option<(i128, i32)> {
     let (negative, body) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text.strip_prefix('+').unwrap_or(text)),
     };
-    let (whole, fraction) = body.split_once('.').unwrap_or((body, ""));
+    let (mantissa, exponent) = match body.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i32>().ok()?),
+        None => (body, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     if (whole.is_empty() && fraction.is_empty())
         || !whole.bytes().all(|b| b.is_ascii_digit())
         || !fraction.bytes().all(|b| b.is_ascii_digit())
@@ -621,7 +630,10 @@ fn parse_decimal(text: &str) -> Option<(i128, i32)> {
     for b in whole.bytes().chain(fraction.bytes()) {
         digits = digits.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
     }
-    let scale = i32::try_from(fraction.len()).ok()?;
+    if digits == 0 {
+        return Some((0, 0));
+    }
+    let scale = i32::try_from(fraction.len()).ok()?.checked_sub(exponent)?;
     Some((if negative { -digits } else { digits }, scale))
 }
 
@@ -634,7 +646,12 @@ mod tests {
         assert_eq!(parse_decimal("-1.250"), Some((-1250, 3)));
         assert_eq!(parse_decimal(".5"), Some((5, 1)));
         assert_eq!(parse_decimal("7"), Some((7, 0)));
-        assert_eq!(parse_decimal("3e2"), None);
+        assert_eq!(parse_decimal("3e2"), Some((3, -2)));
+        assert_eq!(parse_decimal("1.5e2"), Some((15, -1)));
+        assert_eq!(parse_decimal("-2E-3"), Some((-2, 3)));
+        assert_eq!(parse_decimal("0e400"), Some((0, 0)));
+        assert_eq!(parse_decimal("1e"), None);
+        assert_eq!(parse_decimal("e5"), None);
         assert_eq!(parse_decimal("."), None);
     }
 

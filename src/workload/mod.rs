@@ -60,8 +60,9 @@ impl Workload {
     ///
     /// # Errors
     /// [`Error::InvalidWorkload`] naming the line: a weight that is not a positive integer,
-    /// an empty predicate after a weight, or a predicate that does not parse; and when the
-    /// text holds no predicate at all (line 0).
+    /// an empty predicate after a weight, a predicate that does not parse, a weight that
+    /// brings the runs in all past `u64::MAX` (so that no total wraps); and when the text
+    /// holds no predicate at all (line 0).
     ///
     /// # Examples
     /// ```
@@ -82,6 +83,9 @@ impl Workload {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut queries: Vec<Query> = Vec::new();
         let mut by_text: BTreeMap<String, usize> = BTreeMap::new();
+        // Runs in all: every sum of weights (a query's, a column's, the workload's) is at most
+        // this, so none overflows.
+        let mut total: u64 = 0;
         for (n, raw) in text.lines().enumerate() {
             let line = n + 1;
             let trimmed = raw.trim();
@@ -106,6 +110,15 @@ impl Workload {
             if predicate_text.is_empty() {
                 return Err(bad(line, "has a weight but no predicate".to_string()));
             }
+            total = total.checked_add(weight).ok_or_else(|| {
+                bad(
+                    line,
+                    format!(
+                        "the weight {weight} brings the runs in all past {} (the largest count of runs)",
+                        u64::MAX
+                    ),
+                )
+            })?;
             let predicate = Predicate::parse(predicate_text).map_err(|e| match e {
                 Error::InvalidPredicate { message, .. } => {
                     bad(line, format!("'{predicate_text}': {message}"))
@@ -115,7 +128,8 @@ impl Workload {
             let key = predicate.to_string();
             match by_text.get(&key) {
                 Some(&at) => {
-                    queries[at].weight = queries[at].weight.saturating_add(weight);
+                    // At most `total`: no overflow.
+                    queries[at].weight += weight;
                 }
                 None => {
                     by_text.insert(key, queries.len());
@@ -294,6 +308,20 @@ mod tests {
             "{:?}",
             w.column_use()
         );
+    }
+
+    #[test]
+    fn weights_adding_up_past_u64_are_refused_at_their_line() {
+        let half = 1u64 << 63;
+        let err = Workload::parse(&format!("{half}\tx = 1\n# c\n{half}\ty = 2\n"), "w.txt")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("w.txt") && err.contains("line 3"), "{err}");
+        assert!(err.contains(&u64::MAX.to_string()), "{err}");
+        // The same predicate twice: refused too, not saturated.
+        assert!(Workload::parse(&format!("{half}\tx = 1\n{half}\tx = 1\n"), "w").is_err());
+        let w = Workload::parse(&format!("{}\tx = 1\n1\ty = 2\n", u64::MAX - 1), "w").unwrap();
+        assert_eq!(w.total_weight(), u64::MAX);
     }
 
     #[test]

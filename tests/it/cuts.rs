@@ -764,6 +764,10 @@ fn row_filters_agree_with_the_predicate_language_on_every_type() {
         "decimal = 123.525",
         "decimal >= 100000000.001",
         "decimal > -5.5",
+        "decimal > 1.5e2",
+        "decimal <= 12352.5E-2",
+        "decimal < 1e30",
+        "decimal != 1e-30",
         "ByteType > 300",
         "ByteType < -300",
         "ByteType != 300",
@@ -933,16 +937,21 @@ fn the_workload_commands_work_together() {
         "{}",
         extracted.to_text()
     );
-    // No statement reads the table: exit code 2, the reason on stderr.
+    // No statement reads the table: exit code 2, the reason on stderr, and the `--out` file
+    // (here the workload extracted above) left as it was.
+    let before = std::fs::read(&workload_file).unwrap();
     let output = run(&[
         "workload",
         "extract",
         sql.to_str().unwrap(),
         "--table",
         "customer",
+        "--out",
+        workload_file.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("customer"), "{}", stderr(&output));
+    assert_eq!(std::fs::read(&workload_file).unwrap(), before);
 
     let workload_file = workload_file.to_str().unwrap();
     let output = run(&[

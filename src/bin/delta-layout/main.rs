@@ -44,8 +44,8 @@ const MALLOC_ARENA_MAX: &str = "MALLOC_ARENA_MAX";
 /// threads (the output-size sample, the sort's runs) then stays resident while other threads
 /// allocate in theirs, and peak RSS passes `--memory-limit` + 150 MiB, the bound the budget
 /// keeps. Measured (BENCHMARKS.md): Hilbert on 4 columns of TPC-H SF5 at 256 MiB under
-/// `--memory-limit 512MiB` peaks at 751 MiB with glibc's default and 534 MiB with one arena
-/// per core (2 here), 6% faster. The variable is read when malloc starts, before `main`, so
+/// `--memory-limit 512MiB` peaks at 731-751 MiB with glibc's default and 530-545 MiB with one
+/// arena per core (2 here), and is no slower. The variable is read when malloc starts, before `main`, so
 /// it takes a new process; when `exec` fails (the binary was replaced, no `/proc`), the run
 /// goes on in this one. The Python package runs in its host's process: set the variable
 /// there.
@@ -394,10 +394,16 @@ fn run_extract(context: &Context, args: args::ExtractArgs) -> anyhow::Result<Exi
             extraction.statements
         )?;
     }
-    // What was written must read back as a workload.
-    if !extraction.predicates.is_empty() {
-        delta_layout::workload::Workload::parse(&text, "the extracted workload")?;
+    // Nothing is written when nothing was extracted: an existing `--out` file stays as it is.
+    if extraction.predicates.is_empty() {
+        anyhow::bail!(
+            "no statement of '{}' filters table {} by a predicate that can skip files",
+            args.sql.display(),
+            args.table
+        );
     }
+    // What is written must read back as a workload.
+    delta_layout::workload::Workload::parse(&text, "the extracted workload")?;
     match &args.out {
         Some(path) => std::fs::write(path, &text).map_err(|e| {
             words::bad_flag("--out", format!("cannot write '{}': {e}", path.display()))
@@ -407,13 +413,6 @@ fn run_extract(context: &Context, args: args::ExtractArgs) -> anyhow::Result<Exi
             write!(out, "{text}")?;
             out.flush()?;
         }
-    }
-    if extraction.predicates.is_empty() {
-        anyhow::bail!(
-            "no statement of '{}' filters table {} by a predicate that can skip files",
-            args.sql.display(),
-            args.table
-        );
     }
     Ok(ExitCode::SUCCESS)
 }
