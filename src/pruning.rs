@@ -172,10 +172,29 @@ impl FileBounds {
             return Self::default();
         };
         let nulls = stats.nulls(&column.physical);
-        let all_null = matches!((nulls, stats.num_records), (Some(n), Some(r)) if n == r);
         let typed = |v: Option<&Value>| v.and_then(|v| stats_value(&column.data_type, v));
-        let min = typed(stats.min(&column.physical));
-        let max = typed(stats.max(&column.physical));
+        Self::from_stats(
+            typed(stats.min(&column.physical)),
+            typed(stats.max(&column.physical)),
+            nulls,
+            stats.num_records,
+            prefix_length,
+        )
+    }
+
+    /// The bounds of a file whose stats give `min`, `max` (typed; `None` when absent or
+    /// unreadable) and `nulls` of its `num_records` rows: no range when the column is all null
+    /// or either bound is missing; a timestamp's upper bound widened by 999 us (stats are
+    /// truncated to milliseconds); a string max of `prefix_length` characters or more is a
+    /// prefix.
+    fn from_stats(
+        min: Option<Typed>,
+        max: Option<Typed>,
+        nulls: Option<u64>,
+        num_records: Option<u64>,
+        prefix_length: usize,
+    ) -> Self {
+        let all_null = matches!((nulls, num_records), (Some(n), Some(r)) if n == r);
         let (min, max) = if all_null || min.is_none() || max.is_none() {
             (None, None)
         } else {
@@ -338,30 +357,13 @@ impl<'a> ParsedColumn<'a> {
                     .and_then(|a| u64::try_from(a.value(row)).ok())
             })
             .flatten();
-        let all_null = matches!((nulls, stats.num_records), (Some(n), Some(r)) if n == r);
-        let min = typed_at(self.min, row, self.data_type);
-        let max = typed_at(self.max, row, self.data_type);
-        let (min, max) = if all_null || min.is_none() || max.is_none() {
-            (None, None)
-        } else {
-            (min, max)
-        };
-        let upper = match &max {
-            Some(Typed::Timestamp(ts)) => {
-                Some(Typed::Timestamp(*ts + chrono::Duration::microseconds(999)))
-            }
-            other => other.clone(),
-        };
-        let max_is_prefix =
-            matches!(&max, Some(Typed::Text(s)) if s.chars().count() >= prefix_length);
-        FileBounds {
-            min,
-            max,
-            upper,
-            max_is_prefix,
-            no_nulls: nulls == Some(0),
-            all_null,
-        }
+        FileBounds::from_stats(
+            typed_at(self.min, row, self.data_type),
+            typed_at(self.max, row, self.data_type),
+            nulls,
+            stats.num_records,
+            prefix_length,
+        )
     }
 }
 
