@@ -152,6 +152,10 @@ def check_workloads(binary, testdata, work):
           and len(recommended["candidates"]) >= 1
           and recommended["train_queries"] + recommended["test_queries"] == 3
           and DeltaTable(r).version() == r_version, json.dumps(recommended)[:300])
+    kept = dl.recommend(r, lines, target_sizes="4KiB", holdout=0, min_gain=0.99)
+    check("recommend(min_gain=0.99): no pick, keep the table as it is",
+          kept["pick"] is None and kept["command"] is None and kept["min_gain"] == 0.99
+          and len(kept["candidates"]) >= 1, json.dumps(kept)[:300])
 
     # Refused before anything runs.
     for function, name, call in [

@@ -316,6 +316,8 @@ pub enum Setting {
     Holdout,
     /// What a query pays to open one file, in bytes read (`recommend`'s cost model).
     FileCost,
+    /// The share of the cost per run a recommended rewrite must save (`recommend`).
+    MinGain,
     /// The layouts `sweep` tries.
     Layouts,
     /// The share of rows `sweep` builds from.
@@ -365,6 +367,7 @@ impl std::fmt::Display for Setting {
             Setting::Workload => "the workload",
             Setting::Holdout => "the holdout share",
             Setting::FileCost => "the cost of opening a file",
+            Setting::MinGain => "the least gain worth a rewrite",
             Setting::Layouts => "the layouts",
             Setting::Sample => "the sample",
             Setting::TargetSizes => "the target sizes",

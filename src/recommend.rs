@@ -21,7 +21,15 @@
 //!    [`RecommendOptions::file_cost_bytes`] for every file opened (a query pays a request's
 //!    latency per file, which small files multiply). Ties go to the smaller rewrite, then to
 //!    the larger target. The top candidate is the pick, with the exact `optimize` command
-//!    line that builds it.
+//!    line that builds it, unless it rewrites nothing or saves less than
+//!    [`RecommendOptions::min_gain`] of the table's cost as it is: the answer is then to
+//!    keep the table as it is.
+//!
+//! Candidates are planned as their command lines run: compaction packs only the files
+//! `optimize --target-size` picks, and files a plan leaves alone (a clustered table's
+//! files, for compaction) stay in the estimate as they are. On a table that declares
+//! clustering columns (liquid clustering), `optimize` builds one layout, a Hilbert curve
+//! over them, so only that layout is tried, at each target size.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -45,6 +53,10 @@ pub const DEFAULT_MAX_COLUMNS: usize = 4;
 /// Default bytes a query pays to open one file: 4 MiB, about what an object store serves in
 /// the latency of one request (20 to 40 ms at 100 to 200 MB/s).
 pub const DEFAULT_FILE_COST_BYTES: u64 = 4 << 20;
+/// Default least share of the cost per training run a pick must save: 5%. The estimates
+/// are within a few points of builds (BENCHMARKS.md), so a smaller gain may be noise, and a
+/// rewrite costs its input bytes.
+pub const DEFAULT_MIN_GAIN: f64 = 0.05;
 /// Default rows the estimates are made from: tables with more are sampled down to about
 /// this many rows.
 pub const DEFAULT_ESTIMATE_ROWS: u64 = 2_000_000;
@@ -69,6 +81,9 @@ pub struct RecommendOptions {
     pub max_columns: usize,
     /// Bytes a query pays to open one file. Defaults to [`DEFAULT_FILE_COST_BYTES`].
     pub file_cost_bytes: u64,
+    /// Least share of the table's cost per training run the pick must save, in `[0, 1)`;
+    /// below it [`Recommendation::pick`] is `None`. Defaults to [`DEFAULT_MIN_GAIN`].
+    pub min_gain: f64,
     /// Set to stop.
     pub cancel: Arc<AtomicBool>,
 }
@@ -82,6 +97,7 @@ impl Default for RecommendOptions {
             sample: None,
             max_columns: DEFAULT_MAX_COLUMNS,
             file_cost_bytes: DEFAULT_FILE_COST_BYTES,
+            min_gain: DEFAULT_MIN_GAIN,
             cancel: Arc::default(),
         }
     }
@@ -92,7 +108,8 @@ impl RecommendOptions {
     ///
     /// # Errors
     /// [`Error::InvalidOption`] naming the setting: no target size or a zero one, a holdout
-    /// outside `[0, 1)`, a sample outside `(0, 1]`, a column count outside 1 to 6.
+    /// or least gain outside `[0, 1)`, a sample outside `(0, 1]`, a column count outside 1
+    /// to 6.
     pub fn validate(&self) -> Result<()> {
         if self.target_sizes.is_empty() || self.target_sizes.contains(&0) {
             return Err(Error::invalid_option(
@@ -104,6 +121,12 @@ impl RecommendOptions {
             return Err(Error::invalid_option(
                 crate::Setting::Holdout,
                 format!("must be in [0, 1), got {}", self.holdout),
+            ));
+        }
+        if !(0.0..1.0).contains(&self.min_gain) {
+            return Err(Error::invalid_option(
+                crate::Setting::MinGain,
+                format!("must be in [0, 1), got {}", self.min_gain),
             ));
         }
         if let Some(f) = self.sample
@@ -217,16 +240,27 @@ pub struct Recommendation {
     pub holdout: f64,
     /// The seed.
     pub seed: u64,
+    /// The least share of the cost per training run the pick had to save.
+    pub min_gain: f64,
     /// Bytes a file open costs in [`Figures::cost`].
     pub file_cost_bytes: u64,
     /// The candidate columns, best first.
     pub columns: Vec<ColumnCandidate>,
     /// The table as it is.
     pub current: Current,
+    /// The clustering columns the table declares (liquid clustering): the candidates are
+    /// then a Hilbert curve over them at each target size, the one layout `optimize` builds
+    /// on such a table. `None` for other tables.
+    pub declared_clustering_columns: Option<Vec<String>>,
     /// Every candidate, best first (by training cost).
     pub candidates: Vec<Candidate>,
-    /// The pick: `candidates[0]`, as the `optimize` command that builds it.
-    pub command: String,
+    /// The pick, an index into `candidates`: the best candidate, when it rewrites something
+    /// and saves at least [`RecommendOptions::min_gain`] of the table's cost per training
+    /// run. `None`: keep the table as it is (no candidate gains enough, or doing nothing
+    /// ranks first).
+    pub pick: Option<usize>,
+    /// The `optimize` command that builds the pick; `None` with no pick.
+    pub command: Option<String>,
     /// Wall time, milliseconds.
     pub duration_ms: u64,
 }
@@ -283,23 +317,33 @@ pub async fn recommend(
         });
     }
 
-    // 3. Candidate layouts.
-    let mut layouts = vec![
-        Layout::Compact,
-        Layout::Curve {
+    // 3. Candidate layouts: on a table that declares clustering columns, the one layout
+    // `optimize` builds there.
+    let layouts = match &table.clustering_columns {
+        Some(declared) => vec![Layout::Curve {
             curve: Curve::Hilbert,
-            columns: vec![best[0].clone()],
-        },
-    ];
-    for n in 2..=best.len() {
-        for curve in Curve::ALL {
-            layouts.push(Layout::Curve {
-                curve,
-                columns: best[..n].to_vec(),
-            });
+            columns: declared.clone(),
+        }],
+        None => {
+            let mut layouts = vec![
+                Layout::Compact,
+                Layout::Curve {
+                    curve: Curve::Hilbert,
+                    columns: vec![best[0].clone()],
+                },
+            ];
+            for n in 2..=best.len() {
+                for curve in Curve::ALL {
+                    layouts.push(Layout::Curve {
+                        curve,
+                        columns: best[..n].to_vec(),
+                    });
+                }
+            }
+            layouts.push(Layout::Cuts);
+            layouts
         }
-    }
-    layouts.push(Layout::Cuts);
+    };
 
     // 4. Estimates, scored.
     let mut needed = Vec::new();
@@ -325,6 +369,7 @@ pub async fn recommend(
         seed: options.seed,
         workload: Some(Arc::new(train.clone())),
         needed,
+        rewrite_all: false,
         cancel: options.cancel.clone(),
     };
     let current = {
@@ -386,10 +431,8 @@ pub async fn recommend(
             .then(b.target_file_bytes.cmp(&a.target_file_bytes))
             .then(a.layout.cmp(&b.layout))
     });
-    let command = candidates
-        .first()
-        .map(|pick| command_line(names, pick))
-        .unwrap_or_default();
+    let pick = pick(&candidates, &current, options.min_gain);
+    let command = pick.map(|i| command_line(names, &candidates[i]));
     Ok(Recommendation {
         table: table.display_location(),
         version: table.version,
@@ -403,13 +446,25 @@ pub async fn recommend(
         test_runs: test.total_weight(),
         holdout: options.holdout,
         seed: options.seed,
+        min_gain: options.min_gain,
         file_cost_bytes: options.file_cost_bytes,
         columns,
+        declared_clustering_columns: table.clustering_columns.clone(),
         current,
         candidates,
+        pick,
         command,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     })
+}
+
+/// Step 5's pick among `candidates` (ranked, best first): the first, unless it rewrites
+/// nothing (the table as it is, e.g. compaction of a compacted table, ranks first) or saves
+/// less than `min_gain` of `current`'s cost per training run; `None` then.
+fn pick(candidates: &[Candidate], current: &Current, min_gain: f64) -> Option<usize> {
+    let first = candidates.first()?;
+    (first.rewrite_bytes > 0 && first.train.cost < current.train.cost * (1.0 - min_gain))
+        .then_some(0)
 }
 
 /// A score's figures with bytes and rows scaled by `scale` (a sample's up to the table's).

@@ -292,6 +292,7 @@ def recommend(
     sample: float | None = None,
     max_columns: int | None = None,
     file_cost: int | str | None = None,
+    min_gain: float | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> dict:
     """Recommends a layout for ``workload`` (:data:`WorkloadLike`) (``delta-layout recommend
@@ -300,13 +301,16 @@ def recommend(
     Hilbert curves on the most useful columns (at most ``max_columns``) and a cut tree are
     estimated at each of ``target_sizes`` (sizes: "64MiB,128MiB" or a list, bytes or sizes)
     from a row sample (``sample``: its share of the rows), and ranked by bytes scanned plus
-    ``file_cost`` per file opened.
+    ``file_cost`` per file opened. The best candidate is the pick when it rewrites files and
+    saves at least ``min_gain`` (default 0.05) of the table's cost per run as it is.
 
     Returns the ``--json`` document: ``table``, ``version``, ``files``, ``bytes``, ``rows``,
     ``sample_fraction``, ``train_queries``, ``train_runs``, ``test_queries``, ``test_runs``,
-    ``holdout``, ``seed``, ``file_cost_bytes``, ``columns``, ``current`` (the table as it is),
-    ``candidates`` (best first), ``command`` (the ``delta-layout optimize`` command line of the
-    pick) and ``duration_ms``. A workload given as lines or a mapping is a temporary file,
+    ``holdout``, ``seed``, ``min_gain``, ``file_cost_bytes``, ``columns``,
+    ``declared_clustering_columns`` (liquid clustering: then the one layout tried),
+    ``current`` (the table as it is), ``candidates`` (best first), ``pick`` (an index into
+    ``candidates``), ``command`` (the ``delta-layout optimize`` command line of the pick; both
+    ``None`` when the table is best kept as it is) and ``duration_ms``. A workload given as lines or a mapping is a temporary file,
     deleted on return, so a ``--workload`` in ``command`` names a file that is gone: give a
     path to run the command later.
 
@@ -320,7 +324,8 @@ def recommend(
     with _workload_file(workload) as workload_path:
         argv = ["recommend", table_uri, "--json"] + _flags(
             {"workload": workload_path, "target_sizes": target_sizes, "holdout": holdout,
-             "seed": seed, "sample": sample, "max_columns": max_columns, "file_cost": file_cost})
+             "seed": seed, "sample": sample, "max_columns": max_columns, "file_cost": file_cost,
+             "min_gain": min_gain})
         argv[1] = os.fspath(table_uri)
         return _document(_run(argv, storage_options)[1])
 

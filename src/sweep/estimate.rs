@@ -9,8 +9,9 @@
 //! tie-break ([`crate::rewrite::cluster::ordered_ranges`]). Each range (a compaction bin is
 //! one range) is cut into files as the rolling writer cuts it ([`crate::plan::output_files`]
 //! over the range's expected bytes), and each file's stats are collected by the writer's
-//! [`StatsCollector`] over its rows. Those files, with their stats, form a view of the table
-//! that the report measures as it measures a build.
+//! [`StatsCollector`] over its rows. Those files, with their stats, and the files the plan
+//! leaves alone (as a build leaves them), form a view of the table that the report measures
+//! as it measures a build.
 //!
 //! What is estimated rather than built: file sizes (a file's rows times its bin's expected
 //! bytes per row, from the plan's output ratio), where a file ends inside a range (by rows,
@@ -133,7 +134,9 @@ pub(super) struct Settings {
     pub update_fractions: usize,
 }
 
-/// The files `plan` (of `table`, its bins indexing `table.files`) would write, from `rows`.
+/// The table as a build of `plan` (of `table`, its bins indexing `table.files`) would leave
+/// it, from `rows`: the files the plan leaves alone ([`kept_file`]), then the files its bins
+/// would write.
 ///
 /// # Errors
 /// [`Error::Arrow`] for rows that cannot be keyed or gathered; [`Error::Cancelled`].
@@ -158,19 +161,82 @@ pub(super) fn estimate(
             estimate_bin(table, plan, partition, bin, rows, settings, cancel)
         })
         .collect::<Result<Vec<_>>>()?;
+    // The files the plan leaves alone stay in the table, as a build leaves them (already
+    // clustered files, files compaction does not pick).
+    let mut in_plan = vec![false; table.files.len()];
+    for (bin, _) in &bins {
+        for &i in &bin.files {
+            in_plan[i] = true;
+        }
+    }
+    let kept = table
+        .files
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !in_plan[*i])
+        .filter_map(|(i, file)| {
+            let bits = rows.touched[i].iter().fold(0u8, |acc, b| acc | b);
+            kept_file(file, &rows.batches[i], settings)
+                .transpose()
+                .map(|kept| kept.map(|kept| (kept, bits)))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut files = Vec::new();
     let mut touched: Vec<Vec<bool>> = vec![Vec::new(); settings.update_fractions];
-    for (bin_files, bin_touched) in per_bin {
-        for (file, bits) in bin_files.into_iter().zip(bin_touched) {
-            files.push(file);
-            for (k, t) in touched.iter_mut().enumerate() {
-                t.push(bits & (1 << k) != 0);
-            }
+    let estimated = per_bin
+        .into_iter()
+        .flat_map(|(bin_files, bin_touched)| bin_files.into_iter().zip(bin_touched));
+    for (file, bits) in kept.into_iter().chain(estimated) {
+        files.push(file);
+        for (k, t) in touched.iter_mut().enumerate() {
+            t.push(bits & (1 << k) != 0);
         }
     }
     let mut table = table.clone();
     table.files = files;
     Ok(Estimated { table, touched })
+}
+
+/// A file the plan leaves alone, as the estimate's table holds it: the file itself when
+/// every row is read; with a sample, the sample's share of it (as the scratch copy of a
+/// sampled build holds it): stats collected over its sampled `batches` (live rows), its
+/// size times the sample's fraction, no deletion vector; `None` when the sample keeps none of
+/// its rows.
+///
+/// # Errors
+/// [`Error::Arrow`] for rows whose stats cannot be collected.
+fn kept_file(
+    file: &DataFile,
+    batches: &[RecordBatch],
+    settings: &Settings,
+) -> Result<Option<DataFile>> {
+    if settings.fraction >= 1.0 {
+        return Ok(Some(file.clone()));
+    }
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    if rows == 0 {
+        return Ok(None);
+    }
+    let mut collector =
+        StatsCollector::new(settings.stats_leaves.clone(), settings.with_tight_bounds);
+    for batch in batches.iter().filter(|b| b.num_columns() > 0) {
+        collector.update(batch)?;
+    }
+    let mut stats = FileStats::from_json("an estimated file", &collector.finish())?;
+    stats.num_records = Some(rows as u64);
+    let mut kept = file.clone();
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "an estimated size, rounded"
+    )]
+    {
+        kept.size_bytes = ((file.size_bytes as f64 * settings.fraction).round() as u64).max(1);
+    }
+    kept.stats = Some(stats);
+    kept.deletion_vector = None;
+    Ok(Some(kept))
 }
 
 /// One bin's estimated files and, per file, the updates that touch it (bits).

@@ -392,7 +392,7 @@ pub async fn sweep(
                 .map_err(|e| scratch_error(&dir, &e))?;
             let built = Instant::now();
             // Planned on full-size inputs with the full target: each output holds a sample.
-            let plan = layout_plan(layout, target, options.workload.as_ref())?;
+            let plan = layout_plan(layout, target, options.workload.as_ref(), true)?;
             let build = OptimizeOptions::default()
                 .with_plan(plan)
                 .with_memory_limit(options.memory_limit_bytes)
@@ -500,6 +500,7 @@ async fn sweep_estimated(
         seed: options.report.seed,
         workload: options.workload.clone(),
         needed,
+        rewrite_all: true,
         cancel: options.cancel.clone(),
     };
     let total = options.layouts.len() * options.target_sizes.len();
@@ -625,6 +626,10 @@ pub(crate) struct EstimateJob {
     pub workload: Option<Arc<crate::workload::Workload>>,
     /// Columns to read besides those the layouts and their stats need.
     pub needed: Vec<crate::table::LeafColumn>,
+    /// Compaction plans as sweep's builds do, rewriting every file at the target size
+    /// (`true`), or as `optimize --target-size` does, packing only the small files and those
+    /// with many deleted rows (`false`: what `recommend`'s command line runs).
+    pub rewrite_all: bool,
     /// Stops the job.
     pub cancel: Arc<AtomicBool>,
 }
@@ -645,16 +650,18 @@ pub(crate) struct EstimatedLayout {
     pub rewrite_bytes: u64,
 }
 
-/// The plan options of `layout` at `target`, as a build plans it: every file rewritten, a
-/// curve or cut tree over every file (`full`).
+/// The plan options of `layout` at `target`, as a build plans it: a curve or cut tree over
+/// every file (`full`); compaction over every file with `rewrite_all`, else over the files
+/// `optimize` picks.
 fn layout_plan(
     layout: &Layout,
     target: u64,
     workload: Option<&Arc<crate::workload::Workload>>,
+    rewrite_all: bool,
 ) -> Result<PlanOptions> {
     let mut plan = PlanOptions::default()
         .with_target_file_bytes(Some(target))
-        .with_rewrite_all(true);
+        .with_rewrite_all(rewrite_all);
     let request = match layout {
         Layout::Compact => None,
         Layout::Curve { curve, columns } => Some(ClusterRequest::new(*curve, columns.clone())),
@@ -700,7 +707,12 @@ pub(crate) async fn estimate_layouts(
             // Planned as a build plans: sized by the output ratio measured on the sample of
             // files this plan draws (and cut trees grown on a row sample).
             let build = OptimizeOptions::default()
-                .with_plan(layout_plan(layout, target, job.workload.as_ref())?)
+                .with_plan(layout_plan(
+                    layout,
+                    target,
+                    job.workload.as_ref(),
+                    job.rewrite_all,
+                )?)
                 .with_cancel(job.cancel.clone())
                 .with_sample((job.fraction < 1.0).then_some((job.fraction, job.seed)));
             let plan = crate::prepare::plan_sized(&table, &build)

@@ -822,17 +822,7 @@ fn recommend_estimates_what_the_built_pick_gets() {
     let mut options = delta_layout::recommend::RecommendOptions::default();
     options.target_sizes = vec![48 << 10, 96 << 10];
     options.holdout = 0.25;
-    let r = crate::fixture::runtime()
-        .block_on(delta_layout::recommend::recommend(
-            location.as_str(),
-            &workload(),
-            &delta_layout::recommend::CommandNames {
-                table: location.clone(),
-                workload: "lineitem.workload".into(),
-            },
-            &options,
-        ))
-        .unwrap();
+    let r = recommend(&location, &options);
     assert_eq!(fixture.listing(), listing, "recommend wrote to the table");
     assert_eq!(r.columns[0].column, "l_shipdate", "{:?}", r.columns);
     assert_eq!(r.train_queries + r.test_queries, workload().queries.len());
@@ -850,17 +840,21 @@ fn recommend_estimates_what_the_built_pick_gets() {
             .all(|w| w[0].train.cost <= w[1].train.cost),
         "ranked by cost"
     );
+    assert_eq!(
+        r.pick,
+        Some(0),
+        "{:?} against {:?}",
+        r.candidates[0],
+        r.current
+    );
     let pick = &r.candidates[0];
     assert!(
         pick.train.files_skipped > r.current.train.files_skipped,
         "{pick:?} against {:?}",
         r.current
     );
-    assert!(
-        r.command.starts_with("delta-layout optimize "),
-        "{}",
-        r.command
-    );
+    let command = r.command.as_deref().unwrap();
+    assert!(command.starts_with("delta-layout optimize "), "{command}");
     // Build the pick and score it on the training queries.
     let (train, _) = workload().split(options.holdout, options.seed);
     let mut plan = PlanOptions::default().with_target_file_bytes(Some(pick.target_file_bytes));
@@ -876,7 +870,9 @@ fn recommend_estimates_what_the_built_pick_gets() {
         request.full = true;
     }
     plan = plan.with_clustering(request).with_rewrite_all(true);
+    let before = rows(&location);
     optimize(&location, &OptimizeOptions::default().with_plan(plan)).unwrap();
+    assert_eq!(rows(&location), before, "rows changed");
     let built = delta_layout::workload::score::score(&load(&location), &train).unwrap();
     assert!(
         (built.files_skipped - pick.train.files_skipped).abs() <= 0.05,
@@ -885,6 +881,187 @@ fn recommend_estimates_what_the_built_pick_gets() {
         pick.train.files_skipped,
         built.files_skipped
     );
+    // Asked again, on the table laid out by the pick: keep it as it is.
+    let again = recommend(&location, &options);
+    assert_eq!(
+        again.pick, None,
+        "{:?} against {:?}",
+        again.candidates[0], again.current
+    );
+    assert_eq!(again.command, None);
+}
+
+/// `recommend` with the test workload on `location`.
+fn recommend(
+    location: &str,
+    options: &delta_layout::recommend::RecommendOptions,
+) -> delta_layout::recommend::Recommendation {
+    crate::fixture::runtime()
+        .block_on(delta_layout::recommend::recommend(
+            location,
+            &workload(),
+            &delta_layout::recommend::CommandNames {
+                table: location.to_string(),
+                workload: "lineitem.workload".into(),
+            },
+            options,
+        ))
+        .unwrap()
+}
+
+/// On a clustered table, the files a candidate's plan leaves alone stay in its estimate:
+/// compaction of a laid-out table is the table as it is (it failed with "a sample keeps
+/// none of the table's rows"), and after an append it packs the new files and keeps the
+/// clustered ones (it was estimated as one file skipped by every query). Sampled estimates
+/// keep them too, at the sample's scale.
+#[test]
+fn recommend_keeps_the_files_a_plan_leaves_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = lineitem(dir.path(), "lineitem", 24, 2_500, 11);
+    let mut request = ClusterRequest::new(
+        delta_layout::curve::Curve::Hilbert,
+        vec!["l_shipdate".into(), "l_discount".into()],
+    );
+    request.full = true;
+    let plan = PlanOptions::default()
+        .with_target_file_bytes(Some(48 << 10))
+        .with_clustering(Some(request));
+    optimize(&location, &OptimizeOptions::default().with_plan(plan)).unwrap();
+    let laid_out = load(&location).files.len() as u64;
+    let mut options = delta_layout::recommend::RecommendOptions::default();
+    options.target_sizes = vec![48 << 10, 96 << 10];
+    options.holdout = 0.25;
+    let r = recommend(&location, &options);
+    let compact: Vec<_> = r
+        .candidates
+        .iter()
+        .filter(|c| c.layout == "compact")
+        .collect();
+    assert_eq!(compact.len(), 2);
+    for c in &compact {
+        assert_eq!(c.rewrite_bytes, 0, "{c:?}");
+        assert_eq!(c.files, laid_out, "{c:?}");
+        assert!(
+            (c.train.cost - r.current.train.cost).abs() <= 1e-9 * r.current.train.cost,
+            "{c:?} against {:?}",
+            r.current
+        );
+    }
+    // The same curve, estimated anew, is about what was built.
+    let same = r
+        .candidates
+        .iter()
+        .find(|c| c.layout == "hilbert:l_shipdate,l_discount" && c.target_file_bytes == 48 << 10)
+        .unwrap();
+    assert!(
+        (same.train.files_skipped - r.current.train.files_skipped).abs() <= 0.05,
+        "{same:?} against {:?}",
+        r.current
+    );
+
+    // Append three small files: compaction packs them and leaves the clustered files.
+    let fixture = Fixture::at(std::path::Path::new(&location));
+    let appended = lineitem(dir.path(), "more", 3, 300, 12);
+    let mut actions = vec![serde_json::json!({"commitInfo": {"operation": "WRITE"}})];
+    let mut appended_bytes = 0;
+    // The other table's add actions, stats included, under new names.
+    let log = std::fs::read_to_string(
+        std::path::Path::new(&appended).join("_delta_log/00000000000000000000.json"),
+    )
+    .unwrap();
+    for line in log.lines() {
+        let action: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(add) = action.get("add") else {
+            continue;
+        };
+        let mut add = add.clone();
+        let path = add["path"].as_str().unwrap().to_string();
+        let name = format!("appended-{path}");
+        std::fs::copy(
+            std::path::Path::new(&appended).join(&path),
+            fixture.path.join(&name),
+        )
+        .unwrap();
+        appended_bytes += add["size"].as_u64().unwrap();
+        add["path"] = name.into();
+        actions.push(serde_json::json!({ "add": add }));
+    }
+    assert_eq!(actions.len(), 4);
+    fixture.write_commit(fixture.next_version(), &actions);
+    let r = recommend(&location, &options);
+    assert_eq!(r.current.files, laid_out + 3);
+    for c in r.candidates.iter().filter(|c| c.layout == "compact") {
+        assert_eq!(c.rewrite_bytes, appended_bytes, "{c:?}");
+        assert_eq!(c.files, laid_out + 1, "{c:?}");
+        assert!(c.train.files_scanned >= 1.0, "{c:?}");
+    }
+    // With a sample, the files left alone are kept at its scale: the estimate's files are
+    // those of the table, its bytes about the table's.
+    options.sample = Some(0.5);
+    let sampled = recommend(&location, &options);
+    for c in sampled.candidates.iter().filter(|c| c.layout == "compact") {
+        assert_eq!(c.files, laid_out + 1, "{c:?}");
+        #[expect(clippy::cast_precision_loss, reason = "a ratio")]
+        let ratio = c.bytes as f64 / r.bytes as f64;
+        assert!(
+            (0.9..1.1).contains(&ratio),
+            "{c:?}: {ratio} of the table's bytes"
+        );
+    }
+}
+
+/// On a table that declares clustering columns (liquid clustering), `recommend` tries the
+/// one layout `optimize` builds there, a Hilbert curve over them, and its command runs.
+#[test]
+fn recommend_on_a_liquid_table_tries_its_clustering_columns() {
+    use crate::cli::{run, stderr};
+    let fixture = Fixture::copy("row-tracking-liquid");
+    let location = fixture.location();
+    let dir = tempfile::tempdir().unwrap();
+    let workload_file = dir.path().join("ids.workload");
+    std::fs::write(&workload_file, "5\tid < 3\n5\tid >= 7\n").unwrap();
+    let workload_file = workload_file.to_str().unwrap();
+    let recommend = || -> serde_json::Value {
+        let output = run(&[
+            "recommend",
+            &location,
+            "--workload",
+            workload_file,
+            "--target-sizes",
+            "1MiB,4MiB",
+            "--holdout",
+            "0",
+            "--json",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let r = recommend();
+    assert_eq!(r["declared_clustering_columns"], serde_json::json!(["id"]));
+    let layouts: Vec<&str> = r["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["layout"].as_str().unwrap())
+        .collect();
+    assert_eq!(layouts, ["hilbert:id", "hilbert:id"], "{r}");
+    let command = r["command"].as_str().unwrap();
+    assert!(command.contains("--hilbert id --full"), "{command}");
+    let before = rows(&location);
+    let args: Vec<&str> = command.split(' ').skip(1).chain(["-q"]).collect();
+    let output = run(&args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{command}: {}",
+        stderr(&output)
+    );
+    assert_eq!(rows(&location), before, "rows changed");
+    assert_eq!(load(&location).files.len(), 1);
+    // Laid out: keep it.
+    let r = recommend();
+    assert!(r["command"].is_null(), "{r}");
+    assert!(r["pick"].is_null(), "{r}");
 }
 
 /// The CLI: `workload extract` turns SQL into a workload file that `recommend`, `report
@@ -979,6 +1156,7 @@ fn the_workload_commands_work_together() {
         ("--holdout", "1.5", "--holdout"),
         ("--max-columns", "9", "--max-columns"),
         ("--target-sizes", "0", "--target-sizes"),
+        ("--min-gain", "1", "--min-gain"),
     ] {
         let output = run(&[
             "recommend",

@@ -106,6 +106,10 @@ pub struct RecommendArgs {
     /// cost is bytes scanned plus this per file scanned.
     #[arg(long, value_name = "SIZE", default_value = "4MiB")]
     pub file_cost: String,
+    /// Least share of the cost per training run the pick must save over the table as it
+    /// is, in [0, 1); below it the answer is to keep the table as it is.
+    #[arg(long, value_name = "F", default_value_t = delta_layout::recommend::DEFAULT_MIN_GAIN)]
+    pub min_gain: f64,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

@@ -276,6 +276,7 @@ pub fn recommend_options(
     options.sample = args.sample;
     options.max_columns = args.max_columns;
     options.file_cost_bytes = file_cost_bytes;
+    options.min_gain = args.min_gain;
     options.validate().map_err(|e| match e {
         delta_layout::Error::InvalidOption {
             option: delta_layout::Setting::CurveColumns(_),

@@ -1005,6 +1005,13 @@ pub fn recommend(
             r.sample_fraction
         )?;
     }
+    if let Some(declared) = &r.declared_clustering_columns {
+        writeln!(
+            out,
+            "clustering the table declares clustering columns {} (liquid clustering): optimize lays it out by a Hilbert curve over them, so that is the layout tried; other columns need ALTER TABLE ... CLUSTER BY",
+            declared.join(", ")
+        )?;
+    }
     writeln!(out, "\ncolumns (training queries)")?;
     writeln!(
         out,
@@ -1091,25 +1098,35 @@ pub fn recommend(
             &format_size(c.rewrite_bytes),
         )?;
     }
-    if let Some(pick) = r.candidates.first() {
-        let now = r.current.test.unwrap_or(r.current.train);
-        let then = pick.test.unwrap_or(pick.train);
+    let Some((pick, command)) = r
+        .pick
+        .and_then(|i| r.candidates.get(i))
+        .zip(r.command.as_ref())
+    else {
         writeln!(
             out,
-            "\npick       {} at {}: {:.1} files and {} per run on the {} queries, against {:.1} files and {} now",
-            pick.layout,
-            format_size(pick.target_file_bytes),
-            then.files_scanned,
-            approx_size(then.bytes_scanned),
-            if pick.test.is_some() {
-                "test"
-            } else {
-                "training"
-            },
-            now.files_scanned,
-            approx_size(now.bytes_scanned),
+            "\npick       none: keep the table as it is (no candidate that rewrites files saves {} of its cost per run now; --min-gain)",
+            percent(r.min_gain)
         )?;
-        writeln!(out, "command    {}", r.command)?;
-    }
+        return Ok(());
+    };
+    let now = r.current.test.unwrap_or(r.current.train);
+    let then = pick.test.unwrap_or(pick.train);
+    writeln!(
+        out,
+        "\npick       {} at {}: {:.1} files and {} per run on the {} queries, against {:.1} files and {} now",
+        pick.layout,
+        format_size(pick.target_file_bytes),
+        then.files_scanned,
+        approx_size(then.bytes_scanned),
+        if pick.test.is_some() {
+            "test"
+        } else {
+            "training"
+        },
+        now.files_scanned,
+        approx_size(now.bytes_scanned),
+    )?;
+    writeln!(out, "command    {command}")?;
     Ok(())
 }

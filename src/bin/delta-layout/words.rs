@@ -30,6 +30,7 @@ pub fn flag(setting: &Setting) -> String {
         Setting::Workload => "--workload",
         Setting::Holdout => "--holdout",
         Setting::FileCost => "--file-cost",
+        Setting::MinGain => "--min-gain",
         Setting::Layouts => "--layout",
         Setting::Sample => "--sample",
         Setting::TargetSizes => "--target-sizes",
