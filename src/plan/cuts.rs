@@ -15,7 +15,8 @@
 //! 1. Candidate cuts are the workload's atomic predicates, in a canonical form: `c = v`
 //!    (from `=` and `!=`), `c >= v` (from `>=` and `<`), `c > v` (from `>` and `<=`),
 //!    `c IN (...)`, `c IS NULL`; a `BETWEEN` gives its two sides. Cuts on partition columns
-//!    are left out (a partition is one scope).
+//!    are left out (a partition is one scope). At most [`MAX_CANDIDATE_CUTS`], those of the
+//!    most runs ([`ranked_cuts`]); of cuts that split the sample alike, the first.
 //! 2. A node of sample rows takes the cut that lets the most weighted (query, row) pairs be
 //!    skipped: for each side, each query is tested against the side's min/max bounds of
 //!    every column, exactly as a reader prunes a file by its stats
@@ -74,6 +75,11 @@ pub const COMMIT_INFO_CUT_TREES: &str = "delta-layout.cutTrees";
 pub const MAX_LEAVES: usize = 1 << 16;
 /// The most columns of the curve inside each leaf.
 pub const MAX_CURVE_COLUMNS: usize = 4;
+/// The most candidate cuts a tree is built from: 4,096. A workload with more distinct atomic
+/// predicates keeps those of the most runs (see [`ranked_cuts`]), so the builder's memory
+/// (a bit per cut and sample row, about 50 MiB at the default 100,000 sample rows) does not
+/// grow with the workload.
+pub const MAX_CANDIDATE_CUTS: usize = 4096;
 /// Default sample rows a tree is built from.
 pub const DEFAULT_TREE_SAMPLE_ROWS: usize = 100_000;
 /// Share of an average leaf's rows (the scope's rows over the files it makes at the target)
@@ -504,6 +510,70 @@ pub fn candidate_cuts(workload: &Workload, partition_columns: &[String]) -> Vec<
     out
 }
 
+/// At most `max` of the workload's candidate cuts ([`candidate_cuts`]): all of them, in
+/// order of first appearance, when there are no more than `max`; else the `max` whose
+/// queries ran most often (the sum of the weights of the queries that hold the atom; ties
+/// in order of first appearance), in that order.
+#[must_use]
+pub fn ranked_cuts(
+    workload: &Workload,
+    partition_columns: &[String],
+    max: usize,
+) -> Vec<Predicate> {
+    let cuts = candidate_cuts(workload, partition_columns);
+    if cuts.len() <= max {
+        return cuts;
+    }
+    let index: BTreeMap<String, usize> = cuts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.to_string(), i))
+        .collect();
+    let mut runs = vec![0u64; cuts.len()];
+    for query in &workload.queries {
+        let mut atoms = Vec::new();
+        atoms_of(&query.predicate, &mut atoms);
+        let mut seen = std::collections::BTreeSet::new();
+        for atom in atoms {
+            if let Some(&i) = index.get(&atom.to_string())
+                && seen.insert(i)
+            {
+                runs[i] = runs[i].saturating_add(query.weight);
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..cuts.len()).collect();
+    order.sort_by(|&a, &b| runs[b].cmp(&runs[a]).then(a.cmp(&b)));
+    order.truncate(max);
+    let mut cuts: Vec<Option<Predicate>> = cuts.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| cuts[i].take()).collect()
+}
+
+/// A set of sample rows, a bit per row.
+#[derive(PartialEq, Eq, Hash)]
+struct RowSet {
+    words: Vec<u64>,
+}
+
+impl RowSet {
+    fn from_bools(bools: &[bool]) -> Self {
+        let mut words = vec![0u64; bools.len().div_ceil(64)];
+        for (i, _) in bools.iter().enumerate().filter(|(_, b)| **b) {
+            words[i / 64] |= 1 << (i % 64);
+        }
+        Self { words }
+    }
+
+    fn contains(&self, row: u32) -> bool {
+        let row = row as usize;
+        self.words[row / 64] & (1 << (row % 64)) != 0
+    }
+
+    fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
+
 /// The canonical cuts of `predicate`'s atoms, appended to `out`.
 fn atoms_of(predicate: &Predicate, out: &mut Vec<Predicate>) {
     let compare = |column: &Vec<String>, op: CompareOp, value: &Literal| Predicate::Compare {
@@ -789,20 +859,31 @@ pub fn build(input: &BuildInput<'_>) -> Result<CutTree> {
             ranks[r * width + k] = rank;
         }
     }
-    // The candidate cuts and the sample rows each holds for.
-    let cuts: Vec<(String, Vec<bool>)> = candidate_cuts(input.workload, &table.partition_columns)
-        .into_par_iter()
-        .map(|cut| {
-            let filter = RowFilter::new(table, &cut)?;
-            let matches = filter.matches(input.sample, input.partition_values)?;
-            Ok((cut.to_string(), matches))
-        })
-        .collect::<Result<Vec<_>>>()?
+    // The candidate cuts and the sample rows each holds for; of cuts that split the sample
+    // alike, the first.
+    let evaluated: Vec<(String, RowSet)> =
+        ranked_cuts(input.workload, &table.partition_columns, MAX_CANDIDATE_CUTS)
+            .into_par_iter()
+            .map(|cut| {
+                let filter = RowFilter::new(table, &cut)?;
+                let matches = filter.matches(input.sample, input.partition_values)?;
+                Ok((cut.to_string(), RowSet::from_bools(&matches)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+    let keep: Vec<bool> = {
+        let mut splits: std::collections::HashSet<&RowSet> = std::collections::HashSet::new();
+        evaluated
+            .iter()
+            .map(|(_, m)| {
+                let yes = m.len();
+                yes > 0 && yes < n && splits.insert(m)
+            })
+            .collect()
+    };
+    let cuts: Vec<(String, RowSet)> = evaluated
         .into_iter()
-        .filter(|(_, m)| {
-            let yes = m.iter().filter(|x| **x).count();
-            yes > 0 && yes < n
-        })
+        .zip(keep)
+        .filter_map(|(cut, keep)| keep.then_some(cut))
         .collect();
 
     let builder = Builder {
@@ -850,7 +931,7 @@ pub fn build(input: &BuildInput<'_>) -> Result<CutTree> {
             return Err(Error::Cancelled);
         }
         let (yes, no): (Vec<u32>, Vec<u32>) =
-            rows.iter().partition(|&&r| cuts[choice.cut].1[r as usize]);
+            rows.iter().partition(|&&r| cuts[choice.cut].1.contains(r));
         let left = grown.len();
         grown.push(Grown::Leaf);
         grown.push(Grown::Leaf);
@@ -912,7 +993,7 @@ impl Ord for Open {
 fn number(
     grown: &[Grown],
     at: usize,
-    cuts: &[(String, Vec<bool>)],
+    cuts: &[(String, RowSet)],
     nodes: &mut Vec<CutNode>,
     next_leaf: &mut usize,
 ) -> usize {
@@ -943,7 +1024,7 @@ struct Builder<'a> {
     ranks: &'a [u32],
     width: usize,
     queries: &'a [BoundQuery],
-    cuts: &'a [(String, Vec<bool>)],
+    cuts: &'a [(String, RowSet)],
     min_leaf_rows: usize,
     cancel: &'a AtomicBool,
 }
@@ -959,14 +1040,14 @@ struct Choice {
 
 impl Builder<'_> {
     /// The bounds of every builder column over `rows`, split by `side` (`None`: one set).
-    fn ranges(&self, rows: &[u32], side: Option<&[bool]>) -> [Vec<RankRange>; 2] {
+    fn ranges(&self, rows: &[u32], side: Option<&RowSet>) -> [Vec<RankRange>; 2] {
         let mut out = [
             vec![RankRange::EMPTY; self.width],
             vec![RankRange::EMPTY; self.width],
         ];
         for &r in rows {
+            let s = usize::from(side.is_some_and(|m| !m.contains(r)));
             let r = r as usize;
-            let s = usize::from(side.is_some_and(|m| !m[r]));
             let row = &self.ranks[r * self.width..(r + 1) * self.width];
             for (range, &rank) in out[s].iter_mut().zip(row) {
                 range.add(rank);
@@ -1007,7 +1088,7 @@ impl Builder<'_> {
                 if self.cancel.load(Ordering::Relaxed) {
                     return None;
                 }
-                let yes = rows.iter().filter(|&&r| matches[r as usize]).count();
+                let yes = rows.iter().filter(|&&r| matches.contains(r)).count();
                 let no = rows.len() - yes;
                 if yes < self.min_leaf_rows || no < self.min_leaf_rows {
                     return None;
@@ -1029,44 +1110,77 @@ impl Builder<'_> {
             }
         }
         let ranked: Vec<RankedBounds> = bounds.par_iter().map(|b| RankedBounds::new(b)).collect();
-        // Per live query, which sides it may match.
-        let verdicts: Vec<Vec<bool>> = live
+        // Per cut, the weighted rows of the live queries its sides skip, summed over the
+        // queries on each thread (no query x side matrix is kept: a workload of many
+        // queries and cuts would make it large).
+        let files_of = |q: usize| -> Vec<ColumnFiles<'_>> {
+            self.queries[q]
+                .columns
+                .iter()
+                .map(|&c| ColumnFiles {
+                    bounds: &bounds[c],
+                    ranked: &ranked[c],
+                })
+                .collect()
+        };
+        let gains: Vec<f64> = live
             .par_iter()
-            .map(|&q| {
-                let query = &self.queries[q];
-                let files: Vec<ColumnFiles<'_>> = query
-                    .columns
-                    .iter()
-                    .map(|&c| ColumnFiles {
-                        bounds: &bounds[c],
-                        ranked: &ranked[c],
-                    })
-                    .collect();
-                query.pruner.prune(&files)
-            })
-            .collect();
+            .fold(
+                || vec![0.0; sides.len()],
+                |mut gains, &q| {
+                    let verdict = self.queries[q].pruner.prune(&files_of(q));
+                    let w = self.queries[q].weight;
+                    for (s, (_, yes, no, _)) in sides.iter().enumerate() {
+                        if !verdict[2 * s] {
+                            gains[s] += w * *yes as f64;
+                        }
+                        if !verdict[2 * s + 1] {
+                            gains[s] += w * *no as f64;
+                        }
+                    }
+                    gains
+                },
+            )
+            .reduce(
+                || vec![0.0; sides.len()],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x += y;
+                    }
+                    a
+                },
+            );
         let mut best: Option<(f64, usize)> = None;
-        for (s, (_, yes, no, _)) in sides.iter().enumerate() {
-            let mut gain = 0.0;
-            for (v, &q) in verdicts.iter().zip(live) {
-                let w = self.queries[q].weight;
-                if !v[2 * s] {
-                    gain += w * *yes as f64;
-                }
-                if !v[2 * s + 1] {
-                    gain += w * *no as f64;
-                }
-            }
+        for (s, &gain) in gains.iter().enumerate() {
             if gain > 0.0 && best.is_none_or(|(g, _)| gain > g) {
                 best = Some((gain, s));
             }
         }
         let (gain, s) = best?;
+        // The chosen cut's two sides, tested again: the queries each side may match.
+        let chosen: Vec<&[FileBounds]> = bounds.iter().map(|b| &b[2 * s..2 * s + 2]).collect();
+        let chosen_ranked: Vec<RankedBounds> =
+            chosen.iter().map(|b| RankedBounds::new(b)).collect();
+        let verdicts: Vec<[bool; 2]> = live
+            .par_iter()
+            .map(|&q| {
+                let files: Vec<ColumnFiles<'_>> = self.queries[q]
+                    .columns
+                    .iter()
+                    .map(|&c| ColumnFiles {
+                        bounds: chosen[c],
+                        ranked: &chosen_ranked[c],
+                    })
+                    .collect();
+                let verdict = self.queries[q].pruner.prune(&files);
+                [verdict[0], verdict[1]]
+            })
+            .collect();
         let live_on = |side: usize| -> Vec<usize> {
             verdicts
                 .iter()
                 .zip(live)
-                .filter(|(v, _)| v[2 * s + side])
+                .filter(|(v, _)| v[side])
                 .map(|(_, &q)| q)
                 .collect()
         };

@@ -1208,3 +1208,51 @@ fn the_workload_commands_work_together() {
         files(&built)
     );
 }
+
+/// A workload of more distinct atomic predicates than [`MAX_CANDIDATE_CUTS`] keeps the cuts
+/// of the most runs (the builder's memory grew with every distinct predicate: 20,000 of
+/// them took 3.4 GB on a 1 MiB table), and the tree built from them keeps the rows.
+#[test]
+fn many_distinct_predicates_keep_the_cuts_of_the_most_runs() {
+    use delta_layout::plan::cuts::{MAX_CANDIDATE_CUTS, candidate_cuts, ranked_cuts};
+    let mut text = String::new();
+    for k in 0..MAX_CANDIDATE_CUTS + 500 {
+        text.push_str(&format!("l_orderkey >= {}\n", k * 3));
+    }
+    text.push_str("1000\tl_shipdate >= DATE '1995-06-01'\n");
+    text.push_str("400\tl_discount > 0.05 AND l_orderkey >= 30\n");
+    let workload = Workload::parse(&text, "many.workload").unwrap();
+    let all = candidate_cuts(&workload, &[]);
+    assert_eq!(all.len(), MAX_CANDIDATE_CUTS + 502);
+    let kept = ranked_cuts(&workload, &[], MAX_CANDIDATE_CUTS);
+    assert_eq!(kept.len(), MAX_CANDIDATE_CUTS);
+    let names: Vec<String> = kept.iter().map(ToString::to_string).collect();
+    assert_eq!(names[0], "l_shipdate >= '1995-06-01'", "{:?}", &names[..3]);
+    assert_eq!(names[1], "l_orderkey >= 30", "{:?}", &names[..3]);
+    assert_eq!(names[2], "l_discount > 0.05", "{:?}", &names[..3]);
+    // Then the rest in order of first appearance.
+    assert_eq!(names[3], "l_orderkey >= 0");
+    assert_eq!(names[4], "l_orderkey >= 3");
+    // Under the cap, every cut in order of first appearance.
+    assert_eq!(ranked_cuts(&workload, &[], all.len()), all);
+
+    let dir = tempfile::tempdir().unwrap();
+    let location = lineitem(dir.path(), "lineitem", 8, 2_000, 13);
+    let before = rows(&location);
+    let options = OptimizeOptions::default().with_plan(
+        PlanOptions::default()
+            .with_target_file_bytes(Some(48 << 10))
+            .with_clustering(Some(ClusterRequest::cuts(workload))),
+    );
+    let outcome = optimize(&location, &options).unwrap();
+    assert!(outcome.version.is_some());
+    assert_eq!(rows(&location), before, "rows changed");
+    let tree = outcome.plan.partitions[0].cut_tree.clone().unwrap();
+    assert!(tree.leaves > 1, "{tree:?}");
+    // Every cut of the tree is one of those kept.
+    for node in &tree.nodes {
+        if let CutNode::Cut { cut, .. } = node {
+            assert!(names.contains(cut), "{cut} was not kept");
+        }
+    }
+}
