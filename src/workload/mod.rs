@@ -6,7 +6,7 @@
 //! ```text
 //! # comments and blank lines are skipped
 //! 120<TAB>l_shipdate >= DATE '1995-01-01' AND l_discount BETWEEN 0.05 AND 0.07
-//! l_returnflag = 'R'
+//! l_returnflag = 'R'   # a comment after a predicate, or -- one in SQL's style
 //! ```
 //! One predicate per line in the `--where` language ([`crate::predicate`]), over any column
 //! of the table, with an optional weight before a tab: the number of times the query ran (a
@@ -34,6 +34,26 @@ use crate::table::TableView;
 pub const DEFAULT_HOLDOUT: f64 = 0.2;
 /// Default seed of the split into training and test queries.
 pub const DEFAULT_SPLIT_SEED: u64 = 42;
+
+/// `line` up to its comment: a `#` or `--` outside quotes (`'...'`, `"..."`, `` `...` ``)
+/// and what follows it.
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut previous = '\0';
+    for (at, c) in line.char_indices() {
+        match quote {
+            // A doubled quote inside a quoted run closes and reopens it: the same state.
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if matches!(c, '\'' | '"' | '`') => quote = Some(c),
+            None if c == '#' => return &line[..at],
+            None if c == '-' && previous == '-' => return &line[..at - 1],
+            None => {}
+        }
+        previous = if quote.is_none() { c } else { '\0' };
+    }
+    line
+}
 
 /// One query of a workload: a predicate and how many times it ran.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +108,7 @@ impl Workload {
         let mut total: u64 = 0;
         for (n, raw) in text.lines().enumerate() {
             let line = n + 1;
+            let raw = strip_comment(raw);
             let trimmed = raw.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
@@ -285,6 +306,28 @@ impl Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_after_a_predicate_end_it_outside_quotes() {
+        let text = "3\tx = 200 # trailing\ny = 'a#b--c' -- sql style\n`we#ird` > 1 #\nz = 'it''s # here' # and here\n2\tx >= -5--note\n";
+        let w = Workload::parse(text, "w.txt").unwrap();
+        let texts: Vec<String> = w.queries.iter().map(|q| q.predicate.to_string()).collect();
+        assert_eq!(
+            texts,
+            [
+                "x = 200",
+                "y = 'a#b--c'",
+                "`we#ird` > 1",
+                "z = 'it''s # here'",
+                "x >= -5"
+            ]
+        );
+        assert_eq!(w.queries[0].weight, 3);
+        assert_eq!(w.queries[4].weight, 2);
+        // A comment cannot hide a weight's missing predicate.
+        let err = Workload::parse("4\t# nothing\n", "w.txt").unwrap_err();
+        assert!(err.to_string().contains("line 1"), "{err}");
+    }
 
     #[test]
     fn lines_weights_comments_and_duplicates() {

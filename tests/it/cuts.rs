@@ -1256,3 +1256,48 @@ fn many_distinct_predicates_keep_the_cuts_of_the_most_runs() {
         }
     }
 }
+
+/// `--workload -` reads the workload from standard input (read once: `optimize` plans with
+/// it and scores the result on it), comments after predicates included.
+#[test]
+fn a_workload_on_standard_input() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let location = lineitem(dir.path(), "lineitem", 6, 1_500, 21);
+    let before = rows(&location);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_delta-layout"))
+        .args([
+            "optimize",
+            &location,
+            "--workload",
+            "-",
+            "--target-size",
+            "48KiB",
+            "--json",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"# from a pipe\n3\tl_shipdate >= DATE '1996-01-01' # recent\nl_discount > 0.05 -- a promotion\n",
+        )
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["curve"], "cuts");
+    assert!(result["version"].is_u64(), "{result}");
+    assert_eq!(result["workload"]["after"]["per_query"].as_array().unwrap().len(), 2);
+    assert_eq!(rows(&location), before, "rows changed");
+}

@@ -78,6 +78,7 @@ pub struct RecommendArgs {
     pub table: String,
     /// The workload file: one predicate per line in the language of --where, over any
     /// column, with `WEIGHT<TAB>` before it for a query that ran WEIGHT times; # comments.
+    /// `-` reads standard input.
     #[arg(long, value_name = "FILE", required = true)]
     pub workload: std::path::PathBuf,
     /// Target file sizes to try (comma-separated; units: 64MiB, 1GB, or bytes).
@@ -233,7 +234,7 @@ pub struct SweepArgs {
     pub predicates: Option<std::path::PathBuf>,
     /// A workload file (weighted predicates, as optimize --workload takes): the queries the
     /// `cuts` layout fits its tree to, and (without --predicates) the queries measured, each
-    /// weighted by its runs.
+    /// weighted by its runs. `-` reads standard input.
     #[arg(long, value_name = "FILE")]
     pub workload: Option<std::path::PathBuf>,
     /// Generated predicates per column (as report).
@@ -320,7 +321,7 @@ pub struct ReportArgs {
     pub seed: u64,
     /// Also score the layout on this workload file (weighted predicates, as optimize
     /// --workload takes): files, bytes and rows scanned per run, and per query; and the
-    /// files laid out by cut trees.
+    /// files laid out by cut trees. `-` reads standard input.
     #[arg(long, value_name = "FILE", help_heading = "Workload")]
     pub workload: Option<std::path::PathBuf>,
     /// Target file size to count files against (units: 64MiB, 1GB, or bytes) [default: the
@@ -455,7 +456,8 @@ pub struct PlanningArgs {
     )]
     pub hilbert: Option<Vec<String>>,
     /// Lay rows out by a cut tree fitted to the queries of this workload file (one
-    /// predicate per line, `WEIGHT<TAB>` before it for queries that ran more than once).
+    /// predicate per line, `WEIGHT<TAB>` before it for queries that ran more than once; `-`
+    /// reads standard input).
     ///
     /// The tree is grown on a sample of each partition: each node cuts its rows by the
     /// workload predicate that lets the most weighted query rows be skipped, down to leaves

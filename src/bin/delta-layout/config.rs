@@ -17,9 +17,28 @@ pub fn size(setting: delta_layout::Setting, text: Option<&str>) -> anyhow::Resul
         .map_err(anyhow::Error::from)
 }
 
+/// Reads a workload file (`Workload::read`); `-` is standard input, read once and kept (a
+/// run may read its workload twice: to plan and to score).
+pub fn read_workload(path: &std::path::Path) -> delta_layout::Result<delta_layout::workload::Workload> {
+    static STDIN: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    if path.as_os_str() != "-" {
+        return delta_layout::workload::Workload::read(path);
+    }
+    let text = STDIN.get_or_init(|| {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| e.to_string())
+    });
+    match text {
+        Ok(text) => delta_layout::workload::Workload::parse(text, "standard input"),
+        Err(e) => Err(delta_layout::Error::invalid_option(
+            delta_layout::Setting::Workload,
+            format!("cannot read standard input: {e}"),
+        )),
+    }
+}
+
 fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
     if let Some(path) = &args.workload {
-        let mut request = ClusterRequest::cuts(delta_layout::workload::Workload::read(path)?);
+        let mut request = ClusterRequest::cuts(read_workload(path)?);
         request.cube_bytes = size(delta_layout::Setting::CubeSize, args.cube_size.as_deref())?;
         request.full = args.full;
         return Ok(Some(request));
@@ -213,7 +232,7 @@ pub fn sweep_options(
     let workload = args
         .workload
         .as_deref()
-        .map(delta_layout::workload::Workload::read)
+        .map(read_workload)
         .transpose()?
         .map(std::sync::Arc::new);
     if workload.is_some() && args.layouts.is_empty() {

@@ -320,7 +320,7 @@ fn run_recommend(context: &Context, args: args::RecommendArgs) -> anyhow::Result
     let mut out = context.stdout.borrow_mut();
     let mut stdout: &mut dyn std::io::Write = &mut **out;
     let mut options = config::recommend_options(&args)?;
-    let workload = delta_layout::workload::Workload::read(&args.workload)?;
+    let workload = config::read_workload(&args.workload)?;
     let cancel = Arc::new(AtomicBool::new(false));
     if context.signals {
         cancel_on_signal(runtime, cancel.clone());
@@ -512,7 +512,7 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
     let workload = args
         .workload
         .as_deref()
-        .map(delta_layout::workload::Workload::read)
+        .map(config::read_workload)
         .transpose()?;
     let table = runtime.block_on(delta_layout::table::TableView::load(
         at(&args.table),
@@ -799,7 +799,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
                 // A cut tree's run is scored on its workload.
                 let scores = match &workload_path {
                     Some(path) => {
-                        let workload = delta_layout::workload::Workload::read(path)?;
+                        let workload = config::read_workload(path)?;
                         Some((
                             delta_layout::workload::score::score(&before, &workload)?,
                             delta_layout::workload::score::score(&after, &workload)?,
