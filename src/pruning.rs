@@ -96,6 +96,25 @@ impl ColumnRef {
                 }
             });
         let Some(column) = found else {
+            // A struct: its fields are the columns with stats.
+            let fields: Vec<&str> = candidates
+                .iter()
+                .filter(|c| {
+                    c.logical.len() > path.len()
+                        && crate::column::eq_ignore_case(&c.logical[..path.len()], path)
+                })
+                .map(|c| c.name.as_str())
+                .collect();
+            if !fields.is_empty() {
+                return Err(Error::UnknownColumn {
+                    column: wanted,
+                    setting: None,
+                    message: format!(
+                        "is a struct, which has no min/max stats to skip on; compare its fields ({})",
+                        fields.join(", ")
+                    ),
+                });
+            }
             let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
             return Err(Error::UnknownColumn {
                 column: wanted,

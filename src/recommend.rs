@@ -310,10 +310,19 @@ pub async fn recommend(
         .collect();
     best.truncate(options.max_columns);
     if best.is_empty() {
+        let held_out = if test.queries.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} of its {} queries were held out to test the pick: --holdout 0 chooses on every query)",
+                test.queries.len(),
+                workload.queries.len()
+            )
+        };
         return Err(Error::InvalidWorkload {
             file: workload.source.clone(),
             line: 0,
-            message: "has no training query that filters a data column and rules out rows of the table's sample: no layout can help it".into(),
+            message: format!("has no training query that filters a data column and rules out rows of the table's sample: no layout can help it{held_out}"),
         });
     }
 

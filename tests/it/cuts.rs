@@ -517,6 +517,12 @@ fn cut_trees_on_real_tables_and_bad_workloads() {
     // table untouched.
     for (name, text, needle) in [
         ("basic-with-checkpoint", "id > 5\nmissing = 3\n", "line 2"),
+        // A struct has no min/max of its own: its fields are named.
+        (
+            "all-types-nested",
+            "ByteType > 5\nnested_struct.ac > 1\n",
+            "line 2: 'nested_struct.ac > 1': column 'nested_struct.ac' is a struct, which has no min/max stats to skip on; compare its fields (nested_struct.ac.aca)",
+        ),
         (
             "partitioned-string-null",
             "letter = 'a'\n",
@@ -1300,4 +1306,53 @@ fn a_workload_on_standard_input() {
     assert!(result["version"].is_u64(), "{result}");
     assert_eq!(result["workload"]["after"]["per_query"].as_array().unwrap().len(), 2);
     assert_eq!(rows(&location), before, "rows changed");
+}
+
+/// When the only queries that could help are held out, `recommend`'s error says so and
+/// names `--holdout 0`; with every query it answers.
+#[test]
+fn a_workload_whose_useful_queries_are_held_out_names_the_holdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = lineitem(dir.path(), "lineitem", 6, 1_000, 31);
+    // One query that rules rows out; three that rule none out (every key is >= 0).
+    let text = "l_shipdate >= DATE '1997-01-01'\nl_orderkey >= 0\nl_orderkey >= -1\nl_orderkey >= -2\n";
+    let workload = Workload::parse(text, "held.workload").unwrap();
+    let seed = (0..10_000u64)
+        .find(|&seed| {
+            let (train, _) = workload.split(0.5, seed);
+            !train
+                .queries
+                .iter()
+                .any(|q| q.predicate.to_string().contains("l_shipdate"))
+        })
+        .unwrap();
+    let names = delta_layout::recommend::CommandNames {
+        table: location.clone(),
+        workload: "held.workload".into(),
+    };
+    let mut options = delta_layout::recommend::RecommendOptions::default();
+    options.target_sizes = vec![48 << 10];
+    options.holdout = 0.5;
+    options.seed = seed;
+    let err = crate::fixture::runtime()
+        .block_on(delta_layout::recommend::recommend(
+            location.as_str(),
+            &workload,
+            &names,
+            &options,
+        ))
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("--holdout 0"), "{message}");
+    assert!(message.contains("held.workload"), "{message}");
+    options.holdout = 0.0;
+    let r = crate::fixture::runtime()
+        .block_on(delta_layout::recommend::recommend(
+            location.as_str(),
+            &workload,
+            &names,
+            &options,
+        ))
+        .unwrap();
+    assert_eq!(r.columns[0].column, "l_shipdate");
 }
