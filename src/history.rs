@@ -226,11 +226,23 @@ pub async fn history(
     })
 }
 
+/// The cut trees of a table's files as [`cut_trees`] reads them back from the log.
+#[derive(Debug, Default)]
+pub struct RecordedTrees {
+    /// Each usable tree by id, with the version of the commit that recorded it.
+    pub found: std::collections::BTreeMap<String, (u64, crate::plan::cuts::CutTree)>,
+    /// Trees recorded under a wanted id that cannot be used: (id, version, why), the JSON
+    /// not a tree or the tree not valid ([`crate::plan::cuts::CutTree::validate`]: edited).
+    pub unusable: Vec<(String, u64, String)>,
+}
+
 /// The cut trees named `ids` ([`crate::plan::cuts::CutTree::id`]), read from the
 /// `commitInfo` of the commits that laid files out by them
 /// ([`crate::plan::cuts::COMMIT_INFO_CUT_TREES`]), newest commit first; the reading stops
-/// once every tree is found. A tree whose commits were cleaned up from the log is missing
-/// from the result, and so is one whose JSON does not read back as a tree.
+/// once every tree is found. A tree whose commits were cleaned up from the log is in
+/// neither part of the result; one recorded under a wanted id whose JSON does not read back
+/// as a valid tree is in [`RecordedTrees::unusable`] with the reason (unless a usable
+/// record of it is found).
 ///
 /// # Errors
 /// [`Error::Delta`] when a commit file cannot be read; [`Error::DamagedLog`] when one holds
@@ -238,10 +250,10 @@ pub async fn history(
 pub async fn cut_trees(
     table: &TableView,
     ids: &std::collections::BTreeSet<String>,
-) -> Result<std::collections::BTreeMap<String, crate::plan::cuts::CutTree>> {
-    let mut found = std::collections::BTreeMap::new();
+) -> Result<RecordedTrees> {
+    let mut out = RecordedTrees::default();
     if ids.is_empty() {
-        return Ok(found);
+        return Ok(out);
     }
     let store = table.log_store.clone();
     let mut commits = futures::stream::iter((0..=table.version).rev())
@@ -255,7 +267,7 @@ pub async fn cut_trees(
             }
         })
         .buffered(READS_IN_FLIGHT);
-    while found.len() < ids.len() {
+    while out.found.len() < ids.len() {
         let Some((version, bytes)) = commits.try_next().await? else {
             break;
         };
@@ -272,17 +284,32 @@ pub async fn cut_trees(
         else {
             continue;
         };
-        for tree in trees {
-            let Ok(tree) = serde_json::from_value::<crate::plan::cuts::CutTree>(tree.clone())
-            else {
+        for value in trees {
+            let Some(id) = value.get("id").and_then(Value::as_str) else {
                 continue;
             };
-            if ids.contains(&tree.id) && tree.validate().is_ok() {
-                found.entry(tree.id.clone()).or_insert(tree);
+            if !ids.contains(id) || out.found.contains_key(id) {
+                continue;
+            }
+            let tree = serde_json::from_value::<crate::plan::cuts::CutTree>(value.clone())
+                .map_err(|e| format!("not a cut tree: {e}"))
+                .and_then(|tree| {
+                    tree.validate().map(|()| tree).map_err(|e| match e {
+                        Error::Internal(message) => message,
+                        other => other.to_string(),
+                    })
+                });
+            match tree {
+                Ok(tree) => {
+                    out.found.insert(id.to_string(), (version, tree));
+                }
+                Err(why) => out.unusable.push((id.to_string(), version, why)),
             }
         }
     }
-    Ok(found)
+    out.unusable
+        .retain(|(id, _, _)| !out.found.contains_key(id));
+    Ok(out)
 }
 
 /// A column list: a JSON list in a string (`"[\"a\",\"b\"]"`, as Spark writes

@@ -202,15 +202,30 @@ pub(crate) async fn plan_sized(table: &TableView, options: &OptimizeOptions) -> 
             .filter(|id| !request.known_trees.contains_key(id))
             .collect();
         if !ids.is_empty() {
-            let found = crate::history::cut_trees(table, &ids).await?;
-            if found.len() < ids.len() {
+            let recorded = crate::history::cut_trees(table, &ids).await?;
+            let mut unusable = recorded.unusable;
+            for (id, (version, tree)) in recorded.found {
+                // A tree that no longer fits the table (a cut on a column since dropped or
+                // retyped) cannot route rows: laid out anew, as one that cannot be read.
+                match tree.bind(table) {
+                    Ok(_) => {
+                        request.known_trees.insert(id, tree);
+                    }
+                    Err(e) => unusable.push((id, version, e.to_string())),
+                }
+            }
+            for (id, version, why) in &unusable {
                 log::warn!(
-                    "{} of the {} cut trees the table's files name are no longer in the log (its commits were cleaned up): their partitions are laid out anew",
-                    ids.len() - found.len(),
+                    "the cut tree {id} recorded in the commit of version {version} cannot be used ({why}): the files it laid out are laid out anew"
+                );
+            }
+            let missing = ids.len() - request.known_trees.len() - unusable.len();
+            if missing > 0 {
+                log::warn!(
+                    "{missing} of the {} cut trees the table's files name are no longer in the log (its commits were cleaned up): their partitions are laid out anew",
                     ids.len()
                 );
             }
-            request.known_trees.extend(found);
         }
     }
     let mut plan = ratio_sized(table, options, &plan_options).await?;

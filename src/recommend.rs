@@ -322,7 +322,9 @@ pub async fn recommend(
         return Err(Error::InvalidWorkload {
             file: workload.source.clone(),
             line: 0,
-            message: format!("has no training query that filters a data column and rules out rows of the table's sample: no layout can help it{held_out}"),
+            message: format!(
+                "has no training query that filters a data column and rules out rows of the table's sample: no layout can help it{held_out}"
+            ),
         });
     }
 

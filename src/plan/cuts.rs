@@ -175,7 +175,8 @@ impl CutTree {
     }
 
     /// Checks the tree's shape: node 0 is the root, every node but the root has one parent,
-    /// children come after their parent, and the leaves are numbered `0..leaves` depth first.
+    /// children come after their parent, and the leaves are numbered `0..leaves` depth first;
+    /// and that its id is the digest of its content.
     ///
     /// # Errors
     /// [`Error::Internal`] naming what is wrong (a tree read from a log someone edited).
@@ -224,6 +225,11 @@ impl CutTree {
         }
         if self.curve_columns.len() > MAX_CURVE_COLUMNS {
             return Err(bad("has too many curve columns".into()));
+        }
+        if self.id != self.digest() {
+            return Err(bad(
+                "its id does not match its content (it was edited after it was written)".into(),
+            ));
         }
         Ok(())
     }

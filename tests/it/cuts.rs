@@ -1304,7 +1304,13 @@ fn a_workload_on_standard_input() {
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["curve"], "cuts");
     assert!(result["version"].is_u64(), "{result}");
-    assert_eq!(result["workload"]["after"]["per_query"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        result["workload"]["after"]["per_query"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     assert_eq!(rows(&location), before, "rows changed");
 }
 
@@ -1315,7 +1321,8 @@ fn a_workload_whose_useful_queries_are_held_out_names_the_holdout() {
     let dir = tempfile::tempdir().unwrap();
     let location = lineitem(dir.path(), "lineitem", 6, 1_000, 31);
     // One query that rules rows out; three that rule none out (every key is >= 0).
-    let text = "l_shipdate >= DATE '1997-01-01'\nl_orderkey >= 0\nl_orderkey >= -1\nl_orderkey >= -2\n";
+    let text =
+        "l_shipdate >= DATE '1997-01-01'\nl_orderkey >= 0\nl_orderkey >= -1\nl_orderkey >= -2\n";
     let workload = Workload::parse(text, "held.workload").unwrap();
     let seed = (0..10_000u64)
         .find(|&seed| {
@@ -1355,4 +1362,104 @@ fn a_workload_whose_useful_queries_are_held_out_names_the_holdout() {
         ))
         .unwrap();
     assert_eq!(r.columns[0].column, "l_shipdate");
+}
+
+/// A recorded tree that cannot be used, edited in the log (its id no longer matches its
+/// content) or naming a column the table no longer has, is reported with the commit that
+/// recorded it and why, and the files it laid out are laid out anew (the run no longer
+/// fails on it, nor calls it cleaned up); the rows are kept.
+#[test]
+fn an_unusable_recorded_tree_is_named_and_laid_out_anew() {
+    use crate::cli::{run, stderr};
+    for case in ["edited", "dropped column"] {
+        let dir = tempfile::tempdir().unwrap();
+        let location = lineitem(dir.path(), "lineitem", 8, 1_500, 41);
+        let workload_file = dir.path().join("w.workload");
+        std::fs::write(&workload_file, WORKLOAD).unwrap();
+        let workload_file = workload_file.to_str().unwrap();
+        let optimize_cli = || {
+            run(&[
+                "optimize",
+                &location,
+                "--workload",
+                workload_file,
+                "--target-size",
+                "64KiB",
+                "--json",
+            ])
+        };
+        let first = optimize_cli();
+        assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+        let fixture = Fixture::at(std::path::Path::new(&location));
+        let version = fixture.next_version() - 1;
+        let mut actions = fixture.commit(version);
+        let info = actions
+            .iter_mut()
+            .find_map(|a| a.get_mut("commitInfo"))
+            .unwrap();
+        let recorded = &mut info[delta_layout::plan::cuts::COMMIT_INFO_CUT_TREES][0];
+        let old_id = recorded["id"].as_str().unwrap().to_string();
+        let mut tree: delta_layout::plan::cuts::CutTree =
+            serde_json::from_value(recorded.clone()).unwrap();
+        let cut = tree
+            .nodes
+            .iter_mut()
+            .find_map(|n| match n {
+                CutNode::Cut { cut, .. } => Some(cut),
+                CutNode::Leaf { .. } => None,
+            })
+            .unwrap();
+        let new_id = if case == "edited" {
+            // Another cut under the same id.
+            *cut = "l_quantity >= 1".into();
+            old_id.clone()
+        } else {
+            // A valid tree whose cut names a column the table does not have, its files
+            // tagged with it.
+            *cut = "l_gone >= 5".into();
+            let rebuilt = delta_layout::plan::cuts::CutTree::new(
+                tree.workload.clone(),
+                tree.nodes.clone(),
+                tree.curve_columns.clone(),
+                tree.sampled_rows,
+            );
+            rebuilt.id.clone()
+        };
+        tree.id.clone_from(&new_id);
+        *recorded = serde_json::to_value(&tree).unwrap();
+        for action in &mut actions {
+            if let Some(tags) = action.get_mut("add").and_then(|a| a.get_mut("tags")) {
+                tags[TAG_CUT_TREE] = new_id.clone().into();
+            }
+        }
+        let text: String = actions.iter().map(|a| format!("{a}\n")).collect();
+        std::fs::write(
+            fixture
+                .path
+                .join("_delta_log")
+                .join(format!("{version:020}.json")),
+            text,
+        )
+        .unwrap();
+        let before = rows(&location);
+        let files = load(&location).files.len() as u64;
+        let second = optimize_cli();
+        let err = stderr(&second);
+        assert_eq!(second.status.code(), Some(0), "{case}: {err}");
+        assert!(
+            err.contains(&format!(
+                "the cut tree {new_id} recorded in the commit of version {version} cannot be used"
+            )),
+            "{case}: {err}"
+        );
+        assert!(!err.contains("cleaned up"), "{case}: {err}");
+        if case == "dropped column" {
+            assert!(err.contains("l_gone"), "{case}: {err}");
+        } else {
+            assert!(err.contains("does not match its content"), "{case}: {err}");
+        }
+        let result: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
+        assert_eq!(result["files_removed"], files, "{case}: laid out anew");
+        assert_eq!(rows(&location), before, "{case}: rows changed");
+    }
 }

@@ -19,14 +19,15 @@ pub fn size(setting: delta_layout::Setting, text: Option<&str>) -> anyhow::Resul
 
 /// Reads a workload file (`Workload::read`); `-` is standard input, read once and kept (a
 /// run may read its workload twice: to plan and to score).
-pub fn read_workload(path: &std::path::Path) -> delta_layout::Result<delta_layout::workload::Workload> {
+pub fn read_workload(
+    path: &std::path::Path,
+) -> delta_layout::Result<delta_layout::workload::Workload> {
     static STDIN: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
     if path.as_os_str() != "-" {
         return delta_layout::workload::Workload::read(path);
     }
-    let text = STDIN.get_or_init(|| {
-        std::io::read_to_string(std::io::stdin()).map_err(|e| e.to_string())
-    });
+    let text =
+        STDIN.get_or_init(|| std::io::read_to_string(std::io::stdin()).map_err(|e| e.to_string()));
     match text {
         Ok(text) => delta_layout::workload::Workload::parse(text, "standard input"),
         Err(e) => Err(delta_layout::Error::invalid_option(
