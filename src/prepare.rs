@@ -190,6 +190,30 @@ impl OptimizeOptions {
 /// Everything [`plan::plan`] returns; the read errors of the sampled files; what
 /// [`cuts::build`] returns.
 pub(crate) async fn plan_sized(table: &TableView, options: &OptimizeOptions) -> Result<Plan> {
+    plan_sized_with(table, options, None).await
+}
+
+/// The output measures ([`rewrite::estimate::measure_output`]) of the draft plans of one
+/// job's plans (`sweep --estimate`, `recommend`), by everything that decides a measure: the
+/// sampled files, the draft's bins, the clustering, the codec and the row-group size. A
+/// measure depends on the target only through the row-group size
+/// ([`rewrite::write::row_group_bytes`]), so plans of one layout at targets with equal row
+/// groups (every target of 64 MiB and up) measure once, and get exactly what each would
+/// measure.
+#[derive(Default)]
+pub(crate) struct MeasureMemo(
+    std::sync::Mutex<std::collections::HashMap<String, rewrite::estimate::OutputMeasure>>,
+);
+
+/// [`plan_sized`], with the output measures of `memo` reused and kept.
+///
+/// # Errors
+/// As [`plan_sized`].
+pub(crate) async fn plan_sized_with(
+    table: &TableView,
+    options: &OptimizeOptions,
+    memo: Option<&MeasureMemo>,
+) -> Result<Plan> {
     let mut plan_options = options.plan.clone();
     if let Some(request) = plan_options.clustering_mut()
         && request.workload.is_some()
@@ -228,7 +252,7 @@ pub(crate) async fn plan_sized(table: &TableView, options: &OptimizeOptions) -> 
             }
         }
     }
-    let mut plan = ratio_sized(table, options, &plan_options).await?;
+    let mut plan = ratio_sized(table, options, &plan_options, memo).await?;
     build_trees(table, &mut plan, options).await?;
     Ok(plan)
 }
@@ -238,6 +262,7 @@ async fn ratio_sized(
     table: &TableView,
     options: &OptimizeOptions,
     plan_options: &PlanOptions,
+    memo: Option<&MeasureMemo>,
 ) -> Result<Plan> {
     if plan_options.output_ratio().is_some() {
         return plan::plan(table, plan_options);
@@ -258,13 +283,38 @@ async fn ratio_sized(
     reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
     reader.cancel = Some(options.cancel.clone());
     let codec = options.codec;
-    let measured = {
-        let table = table.clone();
-        tokio::task::spawn_blocking(move || {
-            rewrite::estimate::measure_output(&table, &first, &reader, codec)
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("the output size estimate failed: {e}")))??
+    let key = memo.map(|_| {
+        let bins: Vec<(&[usize], Option<u64>, u64)> = first
+            .bins()
+            .map(|b| (b.files.as_slice(), b.input_rows, b.input_bytes))
+            .collect();
+        format!(
+            "{:?}|{:?}|{}|{codec:?}|{}",
+            rewrite::estimate::sample_files(table, &first),
+            bins,
+            serde_json::to_string(&first.clustering).unwrap_or_default(),
+            rewrite::write::row_group_bytes(first.target_file_bytes)
+        )
+    });
+    let known = memo
+        .zip(key.as_ref())
+        .and_then(|(memo, key)| memo.0.lock().ok()?.get(key).cloned());
+    let measured = match known {
+        Some(measured) => measured,
+        None => {
+            let table = table.clone();
+            let measured = tokio::task::spawn_blocking(move || {
+                rewrite::estimate::measure_output(&table, &first, &reader, codec)
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("the output size estimate failed: {e}")))??;
+            if let (Some(memo), Some(key)) = (memo, key)
+                && let Ok(mut known) = memo.0.lock()
+            {
+                known.insert(key, measured.clone());
+            }
+            measured
+        }
     };
     let mut plan = plan::plan(
         table,

@@ -682,10 +682,17 @@ fn layout_plan(
     Ok(plan)
 }
 
+/// Layouts planned and estimated at once by [`estimate_layouts`], at most: 4, and no more
+/// than the cores. Each plan and estimate is mostly one thread's work (a sample's encoding,
+/// a sort of the rows), so a few at once keep the cores busy; each holds its own sort of the
+/// sample, so memory grows with them.
+pub const MAX_CONCURRENT_ESTIMATES: usize = 4;
+
 /// Estimates every layout of `job` at every target size from `table`'s rows, read once
-/// (see the [`estimate`] module), calling `advanced` after each. Planned and read as the
-/// scratch tables of a build are: without the clustering columns or row tracking the table
-/// declares (a scratch log leaves them out).
+/// (see the [`estimate`] module), calling `advanced` after each; up to
+/// [`MAX_CONCURRENT_ESTIMATES`] at once, the results in the order of `job` (layouts, then
+/// target sizes). Planned and read as the scratch tables of a build are: without the
+/// clustering columns or row tracking the table declares (a scratch log leaves them out).
 ///
 /// # Errors
 /// What planning returns for a layout (named as [`crate::Setting::Layouts`]); the read
@@ -695,45 +702,74 @@ pub(crate) async fn estimate_layouts(
     job: &EstimateJob,
     advanced: &(dyn Fn() + Sync),
 ) -> Result<Vec<EstimatedLayout>> {
+    use futures::{StreamExt as _, TryStreamExt as _};
     let mut table = table;
     table.clustering_columns = None;
     table.row_tracking = None;
+    let concurrency = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .clamp(1, MAX_CONCURRENT_ESTIMATES);
     let indexed = crate::rewrite::stats::indexed_columns(&table)?;
+    // Planned a target at a time (the layouts planned at once differ), so that the plans of
+    // one layout at later targets reuse its output measure (`MeasureMemo`); results in the
+    // order of `job`.
+    let memo = crate::prepare::MeasureMemo::default();
+    let pairs: Vec<(usize, &Layout, u64)> = job
+        .target_sizes
+        .iter()
+        .enumerate()
+        .flat_map(|(t, &target)| {
+            job.layouts
+                .iter()
+                .enumerate()
+                .map(move |(l, layout)| (l * job.target_sizes.len() + t, layout, target))
+        })
+        .collect();
+    let mut plans: Vec<(usize, Layout, u64, crate::plan::Plan, u64)> = futures::stream::iter(pairs)
+        .map(|(index, layout, target)| {
+            let (table, memo) = (&table, &memo);
+            async move {
+                if job.cancel.load(Ordering::SeqCst) {
+                    return Err(Error::Cancelled);
+                }
+                let planned = Instant::now();
+                // Planned as a build plans: sized by the output ratio measured on the sample
+                // of files this plan draws (and cut trees grown on a row sample).
+                let build = OptimizeOptions::default()
+                    .with_plan(layout_plan(
+                        layout,
+                        target,
+                        job.workload.as_ref(),
+                        job.rewrite_all,
+                    )?)
+                    .with_cancel(job.cancel.clone())
+                    .with_sample((job.fraction < 1.0).then_some((job.fraction, job.seed)));
+                let plan = crate::prepare::plan_sized_with(table, &build, Some(memo))
+                    .await
+                    .map_err(|e| as_layout_error(e, layout))?;
+                let ms = u64::try_from(planned.elapsed().as_millis()).unwrap_or(u64::MAX);
+                Ok((index, layout.clone(), target, plan, ms))
+            }
+        })
+        .buffered(concurrency)
+        .try_collect()
+        .await?;
+    plans.sort_by_key(|(index, ..)| *index);
     let mut needed = job.needed.clone();
-    let mut plans: Vec<(Layout, u64, crate::plan::Plan, u64)> = Vec::new();
-    for layout in &job.layouts {
-        for &target in &job.target_sizes {
-            let planned = Instant::now();
-            // Planned as a build plans: sized by the output ratio measured on the sample of
-            // files this plan draws (and cut trees grown on a row sample).
-            let build = OptimizeOptions::default()
-                .with_plan(layout_plan(
-                    layout,
-                    target,
-                    job.workload.as_ref(),
-                    job.rewrite_all,
-                )?)
-                .with_cancel(job.cancel.clone())
-                .with_sample((job.fraction < 1.0).then_some((job.fraction, job.seed)));
-            let plan = crate::prepare::plan_sized(&table, &build)
-                .await
-                .map_err(|e| as_layout_error(e, layout))?;
-            if let Some(clustering) = &plan.clustering {
-                for leaf in &clustering.leaves {
-                    if !needed.iter().any(|l| l.physical == leaf.physical) {
-                        needed.push(leaf.clone());
-                    }
+    for (_, _, _, plan, _) in &plans {
+        if let Some(clustering) = &plan.clustering {
+            for leaf in &clustering.leaves {
+                if !needed.iter().any(|l| l.physical == leaf.physical) {
+                    needed.push(leaf.clone());
                 }
             }
-            for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
-                for leaf in tree.cut_leaves(&table)? {
-                    if !needed.iter().any(|l| l.physical == leaf.physical) {
-                        needed.push(leaf);
-                    }
+        }
+        for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
+            for leaf in tree.cut_leaves(&table)? {
+                if !needed.iter().any(|l| l.physical == leaf.physical) {
+                    needed.push(leaf);
                 }
             }
-            let ms = u64::try_from(planned.elapsed().as_millis()).unwrap_or(u64::MAX);
-            plans.push((layout.clone(), target, plan, ms));
         }
     }
     let with_tight_bounds = table
@@ -757,73 +793,74 @@ pub(crate) async fn estimate_layouts(
     };
     let rows = Arc::new(rows);
     let totals = table.totals();
-    let mut out = Vec::with_capacity(plans.len());
-    for (layout, target, plan, plan_ms) in plans {
-        if job.cancel.load(Ordering::SeqCst) {
-            return Err(Error::Cancelled);
-        }
-        let built = Instant::now();
-        // Stats as a build collects them: the indexed columns, the clustering columns and
-        // the columns of the cut trees, of those read.
-        let mut stats_leaves: Vec<crate::table::LeafColumn> = indexed
-            .iter()
-            .filter(|l| needed.iter().any(|n| n.physical == l.physical))
-            .cloned()
-            .collect();
-        if let Some(clustering) = &plan.clustering {
-            for leaf in &clustering.leaves {
-                if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
-                    stats_leaves.push(leaf.clone());
+    futures::stream::iter(plans)
+        .map(|(_, layout, target, plan, plan_ms)| {
+            let (table, rows, needed, indexed) = (table.clone(), rows.clone(), &needed, &indexed);
+            async move {
+                if job.cancel.load(Ordering::SeqCst) {
+                    return Err(Error::Cancelled);
                 }
-            }
-        }
-        for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
-            for leaf in tree.cut_leaves(&table)? {
-                if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
-                    stats_leaves.push(leaf);
+                let built = Instant::now();
+                // Stats as a build collects them: the indexed columns, the clustering columns
+                // and the columns of the cut trees, of those read.
+                let mut stats_leaves: Vec<crate::table::LeafColumn> = indexed
+                    .iter()
+                    .filter(|l| needed.iter().any(|n| n.physical == l.physical))
+                    .cloned()
+                    .collect();
+                if let Some(clustering) = &plan.clustering {
+                    for leaf in &clustering.leaves {
+                        if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
+                            stats_leaves.push(leaf.clone());
+                        }
+                    }
                 }
+                for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
+                    for leaf in tree.cut_leaves(&table)? {
+                        if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
+                            stats_leaves.push(leaf);
+                        }
+                    }
+                }
+                let rewrite_bytes = plan.input_bytes();
+                let fraction = job.fraction;
+                let cancel = job.cancel.clone();
+                let estimated = tokio::task::spawn_blocking(move || {
+                    let settings = estimate::Settings {
+                        stats_leaves,
+                        with_tight_bounds,
+                        fraction,
+                        update_fractions: UPDATE_FRACTIONS.len(),
+                    };
+                    estimate::estimate(&table, &plan, &rows, &settings, &cancel)
+                })
+                .await
+                .map_err(|e| Error::Internal(format!("the estimating task failed: {e}")))??;
+                if totals.rows > 0 && estimated.table.totals().rows == 0 {
+                    return Err(Error::invalid_option(
+                        crate::Setting::Sample,
+                        format!(
+                            "a sample of {fraction} keeps none of the table's {} rows",
+                            totals.rows
+                        ),
+                    ));
+                }
+                let build_ms = plan_ms
+                    .saturating_add(u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX));
+                advanced();
+                Ok(EstimatedLayout {
+                    layout,
+                    target_file_bytes: target,
+                    table: Arc::new(estimated.table),
+                    touched: estimated.touched,
+                    build_ms,
+                    rewrite_bytes,
+                })
             }
-        }
-        let rewrite_bytes = plan.input_bytes();
-        let fraction = job.fraction;
-        let estimated = {
-            let table = table.clone();
-            let rows = rows.clone();
-            let cancel = job.cancel.clone();
-            tokio::task::spawn_blocking(move || {
-                let settings = estimate::Settings {
-                    stats_leaves,
-                    with_tight_bounds,
-                    fraction,
-                    update_fractions: UPDATE_FRACTIONS.len(),
-                };
-                estimate::estimate(&table, &plan, &rows, &settings, &cancel)
-            })
-            .await
-            .map_err(|e| Error::Internal(format!("the estimating task failed: {e}")))??
-        };
-        if totals.rows > 0 && estimated.table.totals().rows == 0 {
-            return Err(Error::invalid_option(
-                crate::Setting::Sample,
-                format!(
-                    "a sample of {fraction} keeps none of the table's {} rows",
-                    totals.rows
-                ),
-            ));
-        }
-        let build_ms =
-            plan_ms.saturating_add(u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX));
-        out.push(EstimatedLayout {
-            layout,
-            target_file_bytes: target,
-            table: Arc::new(estimated.table),
-            touched: estimated.touched,
-            build_ms,
-            rewrite_bytes,
-        });
-        advanced();
-    }
-    Ok(out)
+        })
+        .buffered(concurrency)
+        .try_collect()
+        .await
 }
 
 /// The report's columns: `--columns`, else every curve column of the layouts, else the
