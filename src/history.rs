@@ -234,6 +234,10 @@ pub struct RecordedTrees {
     /// Trees recorded under a wanted id that cannot be used: (id, version, why), the JSON
     /// not a tree or the tree not valid ([`crate::plan::cuts::CutTree::validate`]: edited).
     pub unusable: Vec<(String, u64, String)>,
+    /// Whether every commit down to version 0 was read (none was cleaned up), so that a
+    /// tree in neither part was removed from the `commitInfo` that recorded it, not cleaned
+    /// up with its commit.
+    pub whole_log_read: bool,
 }
 
 /// The cut trees named `ids` ([`crate::plan::cuts::CutTree::id`]), read from the
@@ -269,6 +273,7 @@ pub async fn cut_trees(
         .buffered(READS_IN_FLIGHT);
     while out.found.len() < ids.len() {
         let Some((version, bytes)) = commits.try_next().await? else {
+            out.whole_log_read = true;
             break;
         };
         let Some(bytes) = bytes else { break };

@@ -227,6 +227,7 @@ pub(crate) async fn plan_sized_with(
             .collect();
         if !ids.is_empty() {
             let recorded = crate::history::cut_trees(table, &ids).await?;
+            let whole_log_read = recorded.whole_log_read;
             let mut unusable = recorded.unusable;
             for (id, (version, tree)) in recorded.found {
                 // A tree that no longer fits the table (a cut on a column since dropped or
@@ -245,8 +246,13 @@ pub(crate) async fn plan_sized_with(
             }
             let missing = ids.len() - request.known_trees.len() - unusable.len();
             if missing > 0 {
+                let why = if whole_log_read {
+                    "recorded in no commit (every commit is in the log, so the commitInfo that recorded them was edited)"
+                } else {
+                    "no longer in the log (its commits were cleaned up)"
+                };
                 log::warn!(
-                    "{missing} of the {} cut trees the table's files name are no longer in the log (its commits were cleaned up): their partitions are laid out anew",
+                    "{missing} of the {} cut trees the table's files name are {why}: their partitions are laid out anew",
                     ids.len()
                 );
             }

@@ -26,8 +26,12 @@
 //!    keep the table as it is.
 //!
 //! Candidates are planned as their command lines run: compaction packs only the files
-//! `optimize --target-size` picks, and files a plan leaves alone (a clustered table's
-//! files, for compaction) stay in the estimate as they are. On a table that declares
+//! `optimize --target-size` picks; a curve or cut tree as a re-run of `optimize` plans it,
+//! so a table already laid out by the same curve over the same columns (or by a recorded
+//! tree of the same workload) is left alone unless new files join it; and the files a plan
+//! leaves alone stay in the estimate as they are. A rewrite into the layout the table
+//! already has is never the pick (it rewrites nothing), so `recommend`, its command, and
+//! `recommend` again ends in "keep the table as it is". On a table that declares
 //! clustering columns (liquid clustering), `optimize` builds one layout, a Hilbert curve
 //! over them, so only that layout is tried, at each target size.
 
@@ -295,8 +299,11 @@ pub async fn recommend(
         }
     });
 
-    // 2. Candidate columns, on a row sample of the whole table.
-    let columns = {
+    // 2. Candidate columns, on a row sample of the whole table (none for a table without
+    // rows: there is nothing to lay out, so nothing is tried and the answer is to keep it).
+    let columns = if totals.rows == 0 {
+        Vec::new()
+    } else {
         let table = table.clone();
         let train = train.clone();
         tokio::task::spawn_blocking(move || candidate_columns(&table, &train))
@@ -309,7 +316,7 @@ pub async fn recommend(
         .map(|c| c.column.clone())
         .collect();
     best.truncate(options.max_columns);
-    if best.is_empty() {
+    if best.is_empty() && totals.rows > 0 {
         let held_out = if test.queries.is_empty() {
             String::new()
         } else {
@@ -331,6 +338,7 @@ pub async fn recommend(
     // 3. Candidate layouts: on a table that declares clustering columns, the one layout
     // `optimize` builds there.
     let layouts = match &table.clustering_columns {
+        _ if totals.rows == 0 => Vec::new(),
         Some(declared) => vec![Layout::Curve {
             curve: Curve::Hilbert,
             columns: declared.clone(),
@@ -373,14 +381,45 @@ pub async fn recommend(
             }
         }
     }
+    // The cut tree is fitted to the training queries, unless the table is laid out by a
+    // recorded tree of the whole workload (the one the command line names): then its re-run,
+    // which leaves that tree's files alone, is what the command would do.
+    let whole = workload.digest();
+    let cuts_workload = if table.files.iter().any(|f| {
+        f.tags
+            .get(crate::plan::cuts::TAG_CUT_TREE)
+            .is_some_and(Option::is_some)
+    }) && crate::history::cut_trees(
+        &table,
+        &table
+            .files
+            .iter()
+            .filter_map(|f| {
+                f.tags
+                    .get(crate::plan::cuts::TAG_CUT_TREE)
+                    .cloned()
+                    .flatten()
+            })
+            .collect(),
+    )
+    .await?
+    .found
+    .values()
+    .any(|(_, tree)| tree.workload == whole)
+    {
+        workload.clone()
+    } else {
+        train.clone()
+    };
     let job = crate::sweep::EstimateJob {
         layouts,
         target_sizes: options.target_sizes.clone(),
         fraction,
         seed: options.seed,
-        workload: Some(Arc::new(train.clone())),
+        workload: Some(Arc::new(cuts_workload)),
         needed,
         rewrite_all: false,
+        full: false,
         cancel: options.cancel.clone(),
     };
     let current = {
@@ -523,10 +562,10 @@ fn command_line(names: &CommandNames, pick: &Candidate) -> String {
     );
     match pick.layout.split_once(':') {
         Some((curve, columns)) => {
-            out.push_str(&format!(" --{curve} {} --full", quote(columns)));
+            out.push_str(&format!(" --{curve} {}", quote(columns)));
         }
         None if pick.layout == crate::plan::cuts::CUTS_NAME => {
-            out.push_str(&format!(" --workload {} --full", quote(&names.workload)));
+            out.push_str(&format!(" --workload {}", quote(&names.workload)));
         }
         None => {}
     }

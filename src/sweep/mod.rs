@@ -392,7 +392,7 @@ pub async fn sweep(
                 .map_err(|e| scratch_error(&dir, &e))?;
             let built = Instant::now();
             // Planned on full-size inputs with the full target: each output holds a sample.
-            let plan = layout_plan(layout, target, options.workload.as_ref(), true)?;
+            let plan = layout_plan(layout, target, options.workload.as_ref(), true, true)?;
             let build = OptimizeOptions::default()
                 .with_plan(plan)
                 .with_memory_limit(options.memory_limit_bytes)
@@ -501,6 +501,7 @@ async fn sweep_estimated(
         workload: options.workload.clone(),
         needed,
         rewrite_all: true,
+        full: true,
         cancel: options.cancel.clone(),
     };
     let total = options.layouts.len() * options.target_sizes.len();
@@ -630,6 +631,11 @@ pub(crate) struct EstimateJob {
     /// (`true`), or as `optimize --target-size` does, packing only the small files and those
     /// with many deleted rows (`false`: what `recommend`'s command line runs).
     pub rewrite_all: bool,
+    /// Curves and cut trees plan every file anew (`true`: sweep's builds, `--full`), or as a
+    /// re-run of `optimize` does (`false`: files already laid out by the same curve over the
+    /// same columns, or by a recorded tree of the same workload, are left alone unless new
+    /// files join them; what `recommend`'s command line runs).
+    pub full: bool,
     /// Stops the job.
     pub cancel: Arc<AtomicBool>,
 }
@@ -651,13 +657,14 @@ pub(crate) struct EstimatedLayout {
 }
 
 /// The plan options of `layout` at `target`, as a build plans it: a curve or cut tree over
-/// every file (`full`); compaction over every file with `rewrite_all`, else over the files
-/// `optimize` picks.
+/// every file with `full`, else as a re-run plans it; compaction over every file with
+/// `rewrite_all`, else over the files `optimize` picks.
 fn layout_plan(
     layout: &Layout,
     target: u64,
     workload: Option<&Arc<crate::workload::Workload>>,
     rewrite_all: bool,
+    full: bool,
 ) -> Result<PlanOptions> {
     let mut plan = PlanOptions::default()
         .with_target_file_bytes(Some(target))
@@ -676,7 +683,7 @@ fn layout_plan(
         }
     };
     if let Some(mut request) = request {
-        request.full = true;
+        request.full = full;
         plan = plan.with_clustering(Some(request));
     }
     Ok(plan)
@@ -741,6 +748,7 @@ pub(crate) async fn estimate_layouts(
                         target,
                         job.workload.as_ref(),
                         job.rewrite_all,
+                        job.full,
                     )?)
                     .with_cancel(job.cancel.clone())
                     .with_sample((job.fraction < 1.0).then_some((job.fraction, job.seed)));

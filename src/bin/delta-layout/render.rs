@@ -1103,11 +1103,18 @@ pub fn recommend(
         .and_then(|i| r.candidates.get(i))
         .zip(r.command.as_ref())
     else {
-        writeln!(
-            out,
-            "\npick       none: keep the table as it is (no candidate that rewrites files saves {} of its cost per run now; --min-gain)",
-            percent(r.min_gain)
-        )?;
+        if r.rows == 0 {
+            writeln!(
+                out,
+                "\npick       none: the table has no rows, so there is nothing to lay out"
+            )?;
+        } else {
+            writeln!(
+                out,
+                "\npick       none: keep the table as it is (no candidate that rewrites files saves {} of its cost per run now; --min-gain)",
+                percent(r.min_gain)
+            )?;
+        }
         return Ok(());
     };
     let now = r.current.test.unwrap_or(r.current.train);
