@@ -256,7 +256,7 @@ pub struct Recommendation {
     /// then a Hilbert curve over them at each target size, the one layout `optimize` builds
     /// on such a table. `None` for other tables.
     pub declared_clustering_columns: Option<Vec<String>>,
-    /// Every candidate, best first (by training cost).
+    /// Every candidate, best first (by training cost); none for a table without rows.
     pub candidates: Vec<Candidate>,
     /// The pick, an index into `candidates`: the best candidate, when it rewrites something
     /// and saves at least [`RecommendOptions::min_gain`] of the table's cost per training
@@ -301,7 +301,9 @@ pub async fn recommend(
 
     // 2. Candidate columns, on a row sample of the whole table (none for a table without
     // rows: there is nothing to lay out, so nothing is tried and the answer is to keep it).
-    let columns = if totals.rows == 0 {
+    // Rows the log counts as none (every file's `numRecords` less its deleted rows, 0).
+    let empty = table.files.iter().all(|f| f.num_live_rows() == Some(0));
+    let columns = if empty {
         Vec::new()
     } else {
         let table = table.clone();
@@ -316,7 +318,7 @@ pub async fn recommend(
         .map(|c| c.column.clone())
         .collect();
     best.truncate(options.max_columns);
-    if best.is_empty() && totals.rows > 0 {
+    if best.is_empty() && !empty {
         let held_out = if test.queries.is_empty() {
             String::new()
         } else {
@@ -338,7 +340,7 @@ pub async fn recommend(
     // 3. Candidate layouts: on a table that declares clustering columns, the one layout
     // `optimize` builds there.
     let layouts = match &table.clustering_columns {
-        _ if totals.rows == 0 => Vec::new(),
+        _ if empty => Vec::new(),
         Some(declared) => vec![Layout::Curve {
             curve: Curve::Hilbert,
             columns: declared.clone(),

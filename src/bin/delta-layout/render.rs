@@ -1103,7 +1103,7 @@ pub fn recommend(
         .and_then(|i| r.candidates.get(i))
         .zip(r.command.as_ref())
     else {
-        if r.rows == 0 {
+        if r.candidates.is_empty() {
             writeln!(
                 out,
                 "\npick       none: the table has no rows, so there is nothing to lay out"
