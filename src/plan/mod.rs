@@ -522,6 +522,29 @@ pub fn leaf_shares(total_bytes: u64, target_bytes: u64) -> Vec<f64> {
 }
 
 impl Plan {
+    /// The leaf columns this plan's layout orders or cuts rows by: the clustering's leaves,
+    /// then the columns of each partition's cut tree, each once. Files it writes carry stats
+    /// on them whatever `delta.dataSkippingNumIndexedCols` says (PROTOCOL.md "Clustered
+    /// Table" requires them for clustering columns, and skipping needs them).
+    ///
+    /// # Errors
+    /// What [`cuts::CutTree::cut_leaves`] returns for a tree that does not fit `table`.
+    pub fn layout_leaves(&self, table: &TableView) -> Result<Vec<crate::table::LeafColumn>> {
+        let mut out: Vec<crate::table::LeafColumn> = self
+            .clustering
+            .as_ref()
+            .map(|c| c.leaves.clone())
+            .unwrap_or_default();
+        for tree in self.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
+            for leaf in tree.cut_leaves(table)? {
+                if !out.iter().any(|l| l.physical == leaf.physical) {
+                    out.push(leaf);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Whether `bin` is worth committing only when it writes fewer files than it reads.
     ///
     /// A compaction bin exists to reduce the file count: one that writes as many files as it

@@ -440,20 +440,11 @@ pub(crate) async fn write_bins(
 )> {
     // Clustering columns always get stats (PROTOCOL.md "Clustered Table" requires them, and
     // skipping needs them), even past delta.dataSkippingNumIndexedCols.
-    let mut leaves = stats::indexed_columns(&table)?;
-    if let Some(clustering) = &plan.clustering {
-        for leaf in &clustering.leaves {
-            if !leaves.iter().any(|l| l.physical == leaf.physical) {
-                leaves.push(leaf.clone());
-            }
-        }
-    }
     // And so do the columns a cut tree cuts on: a leaf's files are skipped by their stats.
-    for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
-        for leaf in tree.cut_leaves(&table)? {
-            if !leaves.iter().any(|l| l.physical == leaf.physical) {
-                leaves.push(leaf);
-            }
+    let mut leaves = stats::indexed_columns(&table)?;
+    for leaf in plan.layout_leaves(&table)? {
+        if !leaves.iter().any(|l| l.physical == leaf.physical) {
+            leaves.push(leaf);
         }
     }
     // Leftovers of runs that were killed: spill directories of dead processes, and (on a

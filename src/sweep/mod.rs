@@ -765,18 +765,9 @@ pub(crate) async fn estimate_layouts(
     plans.sort_by_key(|(index, ..)| *index);
     let mut needed = job.needed.clone();
     for (_, _, _, plan, _) in &plans {
-        if let Some(clustering) = &plan.clustering {
-            for leaf in &clustering.leaves {
-                if !needed.iter().any(|l| l.physical == leaf.physical) {
-                    needed.push(leaf.clone());
-                }
-            }
-        }
-        for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
-            for leaf in tree.cut_leaves(&table)? {
-                if !needed.iter().any(|l| l.physical == leaf.physical) {
-                    needed.push(leaf);
-                }
+        for leaf in plan.layout_leaves(&table)? {
+            if !needed.iter().any(|l| l.physical == leaf.physical) {
+                needed.push(leaf);
             }
         }
     }
@@ -816,18 +807,9 @@ pub(crate) async fn estimate_layouts(
                     .filter(|l| needed.iter().any(|n| n.physical == l.physical))
                     .cloned()
                     .collect();
-                if let Some(clustering) = &plan.clustering {
-                    for leaf in &clustering.leaves {
-                        if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
-                            stats_leaves.push(leaf.clone());
-                        }
-                    }
-                }
-                for tree in plan.partitions.iter().filter_map(|p| p.cut_tree.as_ref()) {
-                    for leaf in tree.cut_leaves(&table)? {
-                        if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
-                            stats_leaves.push(leaf);
-                        }
+                for leaf in plan.layout_leaves(&table)? {
+                    if !stats_leaves.iter().any(|l| l.physical == leaf.physical) {
+                        stats_leaves.push(leaf);
                     }
                 }
                 let rewrite_bytes = plan.input_bytes();
