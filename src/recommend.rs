@@ -386,28 +386,22 @@ pub async fn recommend(
     // The cut tree is fitted to the training queries, unless the table is laid out by a
     // recorded tree of the whole workload (the one the command line names): then its re-run,
     // which leaves that tree's files alone, is what the command would do.
+    let tree_ids: std::collections::BTreeSet<String> = table
+        .files
+        .iter()
+        .filter_map(|f| {
+            f.tags
+                .get(crate::plan::cuts::TAG_CUT_TREE)
+                .cloned()
+                .flatten()
+        })
+        .collect();
     let whole = workload.digest();
-    let cuts_workload = if table.files.iter().any(|f| {
-        f.tags
-            .get(crate::plan::cuts::TAG_CUT_TREE)
-            .is_some_and(Option::is_some)
-    }) && crate::history::cut_trees(
-        &table,
-        &table
-            .files
-            .iter()
-            .filter_map(|f| {
-                f.tags
-                    .get(crate::plan::cuts::TAG_CUT_TREE)
-                    .cloned()
-                    .flatten()
-            })
-            .collect(),
-    )
-    .await?
-    .found
-    .values()
-    .any(|(_, tree)| tree.workload == whole)
+    let recorded = crate::history::cut_trees(&table, &tree_ids).await?;
+    let cuts_workload = if recorded
+        .found
+        .values()
+        .any(|(_, tree)| tree.workload == whole)
     {
         workload.clone()
     } else {

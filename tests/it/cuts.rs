@@ -1053,16 +1053,7 @@ fn recommend_on_a_liquid_table_tries_its_clustering_columns() {
     assert_eq!(layouts, ["hilbert:id", "hilbert:id"], "{r}");
     let command = r["command"].as_str().unwrap();
     assert!(command.ends_with("--hilbert id"), "{command}");
-    let before = rows(&location);
-    let args: Vec<&str> = command.split(' ').skip(1).chain(["-q"]).collect();
-    let output = run(&args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{command}: {}",
-        stderr(&output)
-    );
-    assert_eq!(rows(&location), before, "rows changed");
+    run_pick(command, &location);
     assert_eq!(load(&location).files.len(), 1);
     // Laid out: keep it.
     let r = recommend();
@@ -1516,15 +1507,7 @@ fn recommend_then_its_command_then_recommend_keeps_the_table() {
             return;
         };
         picks.push(command.to_string());
-        let args: Vec<&str> = command.split(' ').skip(1).chain(["-q"]).collect();
-        let output = run(&args);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{command}: {}",
-            stderr(&output)
-        );
-        assert_eq!(rows(&location), before, "rows changed");
+        run_pick(command, &location);
     }
     panic!("still rewriting after three rounds: {picks:?}");
 }
@@ -1551,4 +1534,19 @@ fn recommend_on_a_table_without_rows_keeps_it() {
     assert!(r.candidates.is_empty(), "{:?}", r.candidates);
     assert!(r.columns.is_empty(), "{:?}", r.columns);
     assert_eq!((r.pick, r.command), (None, None));
+}
+
+/// Runs `recommend`'s command line (`delta-layout optimize ...`) and checks that it exits 0
+/// and keeps the table's rows at `location`.
+fn run_pick(command: &str, location: &str) {
+    let before = rows(location);
+    let args: Vec<&str> = command.split(' ').skip(1).chain(["-q"]).collect();
+    let output = crate::cli::run(&args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{command}: {}",
+        crate::cli::stderr(&output)
+    );
+    assert_eq!(rows(location), before, "{command}: rows changed");
 }
