@@ -91,6 +91,21 @@ pub async fn write_checkpoint_if_due(table: &TableView, version: u64) -> Result<
     if version == 0 || !version.is_multiple_of(interval) {
         return Ok(false);
     }
+    // delta-kernel's checkpoint would store what its JSON reader misreads (`escapes`) as the
+    // table's strings for every reader: leave the JSON commits as the state instead.
+    let store = table.log_store.object_store(None);
+    let commits = crate::table::escapes::json_commits_since_checkpoint(&store, version).await?;
+    if let Some((name, _)) = commits.iter().find(|(_, bytes)| {
+        crate::table::escapes::has_misread_escape(&String::from_utf8_lossy(bytes))
+    }) {
+        return Err(Error::DataFile {
+            path: format!("_delta_log/{name}"),
+            message: format!(
+                "spells characters above U+FFFF as escaped UTF-16 surrogate pairs that delta-kernel's JSON reader decodes into other characters; no checkpoint of version {version} was written, so that none stores them (readers replay the JSON commits)"
+            ),
+            source: None,
+        });
+    }
     let engine = table.log_store.engine(None);
     let root = format!("{}/", table.location.as_str().trim_end_matches('/'));
     let task = tokio::task::spawn_blocking(move || {
@@ -367,7 +382,11 @@ pub fn actions(table: &TableView, plan: &Plan, outcomes: &[BinOutcome]) -> Resul
 /// log spells the `add` it removes (`raw_paths`, keyed by decoded path), because deltalake
 /// re-encodes paths its own way and readers match removes to adds by the string; and
 /// optional fields that are null (`tags`, `baseRowId`, ...) are left out, as Spark does.
-fn commit_bytes(actions: &[Action], raw_paths: &HashMap<&str, &str>) -> Result<bytes::Bytes> {
+fn commit_bytes(
+    actions: &[Action],
+    raw_paths: &HashMap<&str, &str>,
+    escaped: &HashSet<&str>,
+) -> Result<bytes::Bytes> {
     let mut lines = Vec::with_capacity(actions.len());
     for action in actions {
         let mut value = serde_json::to_value(action).map_err(|source| Error::Json {
@@ -384,6 +403,14 @@ fn commit_bytes(actions: &[Action], raw_paths: &HashMap<&str, &str>) -> Result<b
                 Error::Internal(format!("no raw path for removed file '{}'", remove.path))
             })?;
             value["remove"]["path"] = Value::String((*raw).to_string());
+            if escaped.contains(raw) {
+                // Spelled as its `add` spells it (`crate::table::escapes`).
+                let line = value.to_string();
+                let plain = format!("\"path\":{}", Value::String((*raw).to_string()));
+                let spelled = format!("\"path\":{}", crate::table::escapes::escaped_literal(raw));
+                lines.push(line.replacen(&plain, &spelled, 1));
+                continue;
+            }
         }
         lines.push(value.to_string());
     }
@@ -403,6 +430,24 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
         .iter()
         .map(|f| (f.path.as_str(), f.raw_path.as_str()))
         .collect();
+    // Removed files whose `add` the log spells with escapes delta-rs misreads: their removes
+    // are spelled the same way (read only for paths holding such characters).
+    let removed_raw: Vec<&str> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Remove(r) => raw_paths.get(r.path.as_str()).copied(),
+            _ => None,
+        })
+        .filter(|raw| crate::table::escapes::misread(raw) != **raw)
+        .collect();
+    let escaped: HashSet<&str> = if removed_raw.is_empty() {
+        HashSet::new()
+    } else {
+        let store = table.log_store.object_store(None);
+        let commits =
+            crate::table::escapes::json_commits_since_checkpoint(&store, table.version).await?;
+        crate::table::escapes::escaped_paths(&commits, removed_raw)
+    };
     // Row tracking: `defaultRowCommitVersion` is the version the commit lands at.
     let tracks_rows = actions
         .iter()
@@ -439,7 +484,7 @@ pub async fn commit(table: &TableView, actions: &[Action]) -> Result<u64> {
                 other => other.clone(),
             })
             .collect();
-        commit_bytes(&patched, &raw_paths)
+        commit_bytes(&patched, &raw_paths, &escaped)
     };
     let mut bytes = at_version(table.version + 1).await?;
     let rewritten: HashSet<&str> = actions

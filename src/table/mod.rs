@@ -9,6 +9,7 @@
 //! Sources: PROTOCOL.md sections "Add File and Remove File", "Per-file Statistics",
 //! "Column Mapping", "Deletion Vectors", "Table Features".
 
+pub mod escapes;
 pub mod features;
 pub mod location;
 pub mod log_check;
@@ -284,6 +285,7 @@ impl TableView {
             }
         };
         let mut view = Self::from_table(location, &table, source.clone())?;
+        view.read_misread_strings_exactly().await?;
         // The log readers skip a directory where the next commit file should be, so the
         // latest version would look older than it is: name it instead.
         if version.is_none()
@@ -373,6 +375,52 @@ impl TableView {
                 .collect::<Vec<_>>(),
         )
         .filter(|columns| !columns.is_empty()))
+    }
+
+    /// Where a string delta-rs gave this view may have been misread from an escaped surrogate
+    /// pair ([`escapes`]): a schema name, property, partition value, path, stats text or tag
+    /// holding a character of planes 1, 3, …, 15; rebuilds every file whose `add` action the
+    /// log spells with such an escape from the action's exact text. Nothing is read when no
+    /// string holds such a character (almost every table).
+    ///
+    /// # Errors
+    /// [`Error::DamagedLog`] for a `metaData` spelled with such an escape; storage errors.
+    async fn read_misread_strings_exactly(&mut self) -> Result<()> {
+        use escapes::may_be_misread;
+        let schema_text = serde_json::to_string(&self.schema).unwrap_or_default();
+        let suspect = may_be_misread(&schema_text)
+            || self
+                .properties
+                .iter()
+                .any(|(k, v)| may_be_misread(k) || may_be_misread(v))
+            || self.files.iter().any(|f| {
+                may_be_misread(&f.raw_path)
+                    || f.raw_partition_values
+                        .iter()
+                        .flatten()
+                        .any(|v| may_be_misread(v))
+                    || f.stats.as_ref().is_some_and(FileStats::text_may_be_misread)
+                    || f.tags.values().flatten().any(|v| may_be_misread(v))
+            });
+        if !suspect {
+            return Ok(());
+        }
+        let store = self.log_store.object_store(None);
+        let commits = escapes::json_commits_since_checkpoint(&store, self.version).await?;
+        let exact = escapes::exact_adds(&commits, &self.display_location())?;
+        if exact.is_empty() {
+            return Ok(());
+        }
+        for file in &mut self.files {
+            if let Some((add, raw_path)) = exact.get(&file.path) {
+                *file = DataFile::from_add(
+                    add.clone(),
+                    raw_path.clone(),
+                    &self.partition_physical_names,
+                )?;
+            }
+        }
+        Ok(())
     }
 
     fn from_table(location: &str, table: &DeltaTable, source: TableLocation) -> Result<Self> {
@@ -492,7 +540,11 @@ impl TableView {
                         )));
                     }
                     let mut file = DataFile::from_add(add, raw_path, &partition_physical_names)?;
-                    if let (Some(stats), Some(parsed)) = (&mut file.stats, &parsed_stats) {
+                    // Stats whose text escapes a character delta-rs misreads are read from
+                    // the text alone (`escapes`).
+                    if let (Some(stats), Some(parsed)) = (&mut file.stats, &parsed_stats)
+                        && !stats.text_has_misread_escape()
+                    {
                         stats.parsed = Some((Arc::clone(parsed), row));
                     }
                     Ok(file)

@@ -123,6 +123,23 @@ impl FileStats {
         }
     }
 
+    /// Whether the stats' JSON text spells a character with an escape that delta-rs' parsed
+    /// stats columns misread ([`super::escapes::has_misread_escape`]): such stats are read from
+    /// the text.
+    pub(crate) fn text_has_misread_escape(&self) -> bool {
+        self.text
+            .as_deref()
+            .is_some_and(super::escapes::has_misread_escape)
+    }
+
+    /// Whether the stats' JSON text holds a character that delta-rs' misreading of an escaped
+    /// log line could have produced ([`super::escapes::may_be_misread`]).
+    pub(crate) fn text_may_be_misread(&self) -> bool {
+        self.text
+            .as_deref()
+            .is_some_and(super::escapes::may_be_misread)
+    }
+
     /// This file's row in `parsed`, when these stats are that row (read from the same log).
     pub(crate) fn parsed_row(&self, parsed: &Arc<super::ParsedStats>) -> Option<usize> {
         match &self.parsed {

@@ -800,3 +800,428 @@ fn parsed_stats_give_the_bounds_the_json_gives() {
     }
     assert!(compared > 500, "{compared} bounds compared");
 }
+
+/// How [`edge_string_table`] writes a string column's min/max: as they are (delta-rs), or
+/// cut to 32 characters with U+10FFFF appended to a cut max (Delta Spark, and this tool).
+#[derive(Clone, Copy, Debug)]
+enum StringStats {
+    Exact,
+    Cut,
+}
+
+/// Strings whose characters at and after the 32nd are the edge cases of string bounds: runs
+/// of U+10FFFF (the character a cut max is extended with), U+FFFF, U+D7FF (the last before
+/// the surrogates), emoji (4 bytes in UTF-8, 2 code units in UTF-16), of 31 to 40 characters.
+fn edge_strings(kind: usize) -> Vec<String> {
+    let run = |c: char, n: usize| std::iter::repeat_n(c, n).collect::<String>();
+    match kind {
+        0 => (33..=40).map(|n| run('\u{10FFFF}', n)).collect(),
+        1 => (31..=36)
+            .map(|n| format!("{}{}", run('a', n), run('\u{10FFFF}', 40 - n)))
+            .collect(),
+        2 => (31..=34)
+            .flat_map(|n| {
+                ['\u{FFFF}', '\u{D7FF}', '\u{1F600}', '\u{E000}']
+                    .map(|c| format!("{}{}", run('b', n), run(c, 40 - n)))
+            })
+            .collect(),
+        _ => (31..=34)
+            .map(|n| format!("{}\u{1F600}{}", run('\u{1F600}', n), run('z', 3)))
+            .collect(),
+    }
+}
+
+/// How [`edge_string_table`] spells characters above U+FFFF in the log: as UTF-8 (Spark,
+/// delta-rs), as escaped surrogate pairs in the commit's lines (Python's `json.dumps`), or
+/// escaped inside the stats text (stats made by `json.dumps` and embedded as a string).
+#[derive(Clone, Copy, Debug)]
+enum Spelling {
+    Utf8,
+    EscapedLine,
+    EscapedStats,
+}
+
+/// `json` with every character above U+FFFF written as an escaped UTF-16 surrogate pair, as
+/// Python's `json.dumps` writes it (valid inside JSON strings, where those characters are).
+pub(crate) fn escape_supplementary(json: &str) -> String {
+    let mut out = String::new();
+    for c in json.chars() {
+        if u32::from(c) > 0xFFFF {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A table partitioned by `p` of 4 files of `s` strings: per partition, one file of ASCII
+/// strings and one of [`edge_strings`], with `s`'s stats written as `style` says and the
+/// log spelled as `spelling` says.
+fn edge_string_table(dir: &Path, name: &str, style: StringStats, spelling: Spelling) -> String {
+    let root = dir.join(name);
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    let schema = std::sync::Arc::new(Schema::new(vec![
+        Field::new("id", ArrowType::Int64, false),
+        Field::new("s", ArrowType::Utf8, true),
+    ]));
+    let schema_string = json!({"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": false, "metadata": {}},
+        {"name": "s", "type": "string", "nullable": true, "metadata": {}},
+        {"name": "p", "type": "string", "nullable": true, "metadata": {}},
+    ]})
+    .to_string();
+    let mut lines = vec![
+        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}).to_string(),
+        json!({"metaData": {
+            "id": "00000000-0000-0000-0000-000000000043",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string,
+            "partitionColumns": ["p"],
+            "configuration": {},
+            "createdTime": 0,
+        }})
+        .to_string(),
+    ];
+    let cut = |s: &str, upper: bool| -> String {
+        let chars: Vec<char> = s.chars().collect();
+        match style {
+            StringStats::Exact => s.to_string(),
+            StringStats::Cut if chars.len() <= 32 => s.to_string(),
+            StringStats::Cut => {
+                let mut out: String = chars[..32].iter().collect();
+                if upper {
+                    out.push('\u{10FFFF}');
+                }
+                out
+            }
+        }
+    };
+    let mut id = 0i64;
+    for f in 0..8usize {
+        let strings: Vec<String> = if f % 2 == 0 {
+            (0..5).map(|i| format!("k{f}{i}")).collect()
+        } else {
+            edge_strings(f / 2)
+        };
+        let n = strings.len();
+        let ids: Vec<i64> = (id..id + i64::try_from(n).unwrap()).collect();
+        id += i64::try_from(n).unwrap();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                std::sync::Arc::new(Int64Array::from(ids.clone())),
+                std::sync::Arc::new(StringArray::from(strings.clone())),
+            ],
+        )
+        .unwrap();
+        let mut buffer = Vec::new();
+        let mut w =
+            deltalake::parquet::arrow::ArrowWriter::try_new(&mut buffer, schema.clone(), None)
+                .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let partition = format!("p{}", f / 4);
+        std::fs::create_dir_all(root.join(format!("p={partition}"))).unwrap();
+        let path = format!("p={partition}/part-{f:05}.parquet");
+        std::fs::write(root.join(&path), &buffer).unwrap();
+        let lo = strings.iter().min().unwrap();
+        let hi = strings.iter().max().unwrap();
+        let stats = json!({
+            "numRecords": n,
+            "minValues": {"id": ids[0], "s": cut(lo, false)},
+            "maxValues": {"id": ids[n - 1], "s": cut(hi, true)},
+            "nullCount": {"id": 0, "s": 0},
+        })
+        .to_string();
+        let stats = match spelling {
+            Spelling::EscapedStats => escape_supplementary(&stats),
+            _ => stats,
+        };
+        let line = json!({"add": {
+            "path": path,
+            "partitionValues": {"p": partition},
+            "size": buffer.len(),
+            "modificationTime": 0,
+            "dataChange": true,
+            "stats": stats,
+        }})
+        .to_string();
+        lines.push(match spelling {
+            Spelling::EscapedLine => escape_supplementary(&line),
+            _ => line,
+        });
+    }
+    std::fs::write(
+        root.join("_delta_log").join(format!("{:020}.json", 0)),
+        lines.join("\n"),
+    )
+    .unwrap();
+    root.display().to_string()
+}
+
+/// Equality, range and `IN` predicates on every edge string and on its neighbours (a
+/// character more or less, the next code point at the end).
+fn edge_string_predicates() -> Vec<Predicate> {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let mut out = Vec::new();
+    for kind in 0..4 {
+        for s in edge_strings(kind) {
+            let shorter: String = {
+                let mut c: Vec<char> = s.chars().collect();
+                c.pop();
+                c.into_iter().collect()
+            };
+            let longer = format!("{s}\u{10FFFF}");
+            for v in [&s, &shorter, &longer] {
+                for op in ["=", ">=", "<=", ">", "<", "!="] {
+                    out.push(Predicate::parse(&format!("s {op} {}", quote(v))).unwrap());
+                }
+            }
+            out.push(Predicate::parse(&format!("s IN ({}, 'k00')", quote(&s))).unwrap());
+            out.push(
+                Predicate::parse(&format!("s BETWEEN {} AND {}", quote(&shorter), quote(&s)))
+                    .unwrap(),
+            );
+        }
+    }
+    out
+}
+
+/// Pruning never skips a file holding a string whose characters from the 32nd on are U+10FFFF,
+/// U+FFFF, U+D7FF or emoji (the stats' cut-off point), with the bounds read from the log's
+/// JSON, from delta-rs' parsed stats, from a checkpoint, and from the stats this tool writes,
+/// with the log spelling those characters as UTF-8 or as escaped surrogate pairs (issue 43:
+/// a 40-character max of U+10FFFF, escaped as Python writes it, skipped the file holding it:
+/// delta-rs' JSON reader decodes `\udbff\udfff` as U+FFFFF).
+#[test]
+fn truncated_and_near_maximal_string_bounds_never_skip_a_matching_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let predicates = edge_string_predicates();
+    let mut skipped = 0;
+    let cases = [StringStats::Exact, StringStats::Cut]
+        .into_iter()
+        .flat_map(|style| {
+            [
+                Spelling::Utf8,
+                Spelling::EscapedLine,
+                Spelling::EscapedStats,
+            ]
+            .map(|s| (style, s))
+        });
+    for (style, spelling) in cases {
+        let location = edge_string_table(
+            dir.path(),
+            &format!("{style:?}-{spelling:?}"),
+            style,
+            spelling,
+        );
+        let table = fixture::load(&location);
+        // Log JSON and delta-rs' parsed columns give the same bounds.
+        let column = ColumnRef::resolve(&table, &["s".to_string()]).unwrap();
+        let prefix = delta_layout::pruning::string_prefix_length(&table);
+        let parsed = delta_layout::pruning::column_bounds(&table, &column, prefix);
+        for (file, bounds) in table.files.iter().zip(&parsed) {
+            let json = delta_layout::pruning::FileBounds::of(&column, file, prefix);
+            assert_eq!(bounds, &json, "{style:?}: {}", file.path);
+        }
+        skipped += check(&table, &predicates).0;
+        // The same table read from a checkpoint. (Not of a log spelling the characters in its
+        // lines as escapes: delta-rs' checkpoint stores what its JSON reader misreads there,
+        // for every reader, which is why this tool writes none of such a log.)
+        if !matches!(spelling, Spelling::EscapedLine) {
+            fixture::runtime().block_on(async {
+                let t =
+                    deltalake::open_table(url::Url::parse(&table.location.to_string()).unwrap())
+                        .await
+                        .unwrap();
+                deltalake::checkpoints::create_checkpoint(&t, None)
+                    .await
+                    .unwrap();
+            });
+            let table = fixture::load(&location);
+            skipped += check(&table, &predicates).0;
+        }
+        // Rewritten by this tool, bounds from the stats it writes.
+        let options = delta_layout::optimize::OptimizeOptions::default().with_plan(
+            delta_layout::plan::PlanOptions::default().with_target_file_bytes(Some(1 << 30)),
+        );
+        fixture::optimize(&location, &options).unwrap();
+        let table = fixture::load(&location);
+        assert_eq!(table.files.len(), 2, "{style:?}: one file per partition");
+        skipped += check(&table, &predicates).0;
+    }
+    assert!(skipped > 100, "the check must see skipped files: {skipped}");
+}
+
+/// Partition values and paths with characters above U+FFFF, the log spelling them as
+/// escaped surrogate pairs (as Python writes JSON): a compaction writes the partition values
+/// the log holds, as Spark reads them, not the ones delta-rs' JSON reader decodes (it reads
+/// `x\\ud840\\udc00` as U+10000 where the log says U+20000), and pruning on them keeps the files
+/// (issue 43: found while fixing the U+10FFFF bounds).
+#[test]
+fn partition_values_spelled_as_escaped_surrogates_are_kept_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("escaped-partitions");
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    let schema = std::sync::Arc::new(Schema::new(vec![Field::new("s", ArrowType::Utf8, true)]));
+    let schema_string = json!({"type": "struct", "fields": [
+        {"name": "s", "type": "string", "nullable": true, "metadata": {}},
+        {"name": "p", "type": "string", "nullable": true, "metadata": {}},
+    ]})
+    .to_string();
+    let mut lines = vec![
+        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}).to_string(),
+        json!({"metaData": {
+            "id": "00000000-0000-0000-0000-000000000044",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string,
+            "partitionColumns": ["p"],
+            "configuration": {"delta.checkpointInterval": "1"},
+            "createdTime": 0,
+        }})
+        .to_string(),
+    ];
+    let values = ["x\u{20000}", "\u{10FFFF}", "\u{1F600}\u{E0001}"];
+    for (k, value) in values.iter().enumerate() {
+        // The directory as Spark names it, and its path in the log percent-encoded, two files
+        // each.
+        let encoded: String = format!(
+            "p={}",
+            percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC)
+        );
+        std::fs::create_dir_all(root.join(format!("p={value}"))).unwrap();
+        for f in 0..2 {
+            let strings = vec![format!("{value}-{f}"), format!("v{k}{f}")];
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![std::sync::Arc::new(StringArray::from(strings.clone()))],
+            )
+            .unwrap();
+            let mut buffer = Vec::new();
+            let mut w =
+                deltalake::parquet::arrow::ArrowWriter::try_new(&mut buffer, schema.clone(), None)
+                    .unwrap();
+            w.write(&batch).unwrap();
+            w.close().unwrap();
+            let name = format!("{encoded}/part-{f}-\u{20001}.parquet");
+            std::fs::write(
+                root.join(format!("p={value}/part-{f}-\u{20001}.parquet")),
+                &buffer,
+            )
+            .unwrap();
+            let stats = json!({
+                "numRecords": 2,
+                "minValues": {"s": strings.iter().min().unwrap()},
+                "maxValues": {"s": strings.iter().max().unwrap()},
+                "nullCount": {"s": 0},
+            });
+            let line = json!({"add": {
+                "path": name,
+                "partitionValues": {"p": value},
+                "size": buffer.len(),
+                "modificationTime": 0,
+                "dataChange": true,
+                "stats": stats.to_string(),
+            }})
+            .to_string();
+            lines.push(escape_supplementary(&line));
+        }
+    }
+    std::fs::write(
+        root.join("_delta_log").join(format!("{:020}.json", 0)),
+        lines.join("\n"),
+    )
+    .unwrap();
+    let location = root.display().to_string();
+    let table = fixture::load(&location);
+    let mut seen: Vec<String> = table
+        .files
+        .iter()
+        .map(|f| f.partition_values[0].clone().unwrap())
+        .collect();
+    seen.sort();
+    seen.dedup();
+    let mut expected: Vec<String> = values.iter().map(ToString::to_string).collect();
+    expected.sort();
+    assert_eq!(seen, expected, "the partition values the log holds");
+    // Pruning on the partition values and the strings keeps the files holding them.
+    let predicates: Vec<Predicate> = values
+        .iter()
+        .flat_map(|v| {
+            [
+                format!("p = '{v}'"),
+                format!("s = '{v}-1'"),
+                format!("s >= '{v}-1'"),
+            ]
+        })
+        .map(|p| Predicate::parse(&p).unwrap())
+        .collect();
+    let (skipped, _) = check(&table, &predicates);
+    assert!(skipped > 0);
+    // A compaction commits the exact partition values, and the rows it read.
+    let options = delta_layout::optimize::OptimizeOptions::default().with_plan(
+        delta_layout::plan::PlanOptions::default().with_target_file_bytes(Some(1 << 30)),
+    );
+    fixture::optimize(&location, &options).unwrap();
+    let commit =
+        std::fs::read_to_string(root.join("_delta_log").join(format!("{:020}.json", 1))).unwrap();
+    let mut added: Vec<String> = Vec::new();
+    let mut removed = 0;
+    for line in commit.lines() {
+        let action: Value = serde_json::from_str(line).unwrap();
+        if let Some(add) = action.get("add") {
+            added.push(add["partitionValues"]["p"].as_str().unwrap().to_string());
+        }
+        if let Some(remove) = action.get("remove") {
+            let path = remove["path"].as_str().unwrap();
+            assert!(path.ends_with("-\u{20001}.parquet"), "{path}");
+            removed += 1;
+        }
+    }
+    added.sort();
+    assert_eq!(added, expected);
+    assert_eq!(removed, 6);
+    // Each remove spells its path as its add does, so readers that misread the add misread
+    // the remove alike and pair them.
+    assert_eq!(
+        commit.matches("\\ud840\\udc01.parquet").count(),
+        6,
+        "{commit}"
+    );
+    // Version 1 is a checkpoint version (interval 1), but a checkpoint written from this log
+    // would store misread strings: none is written.
+    let checkpoints = std::fs::read_dir(root.join("_delta_log"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("checkpoint")
+        })
+        .count();
+    assert_eq!(checkpoints, 0);
+    let table = fixture::load(&location);
+    let (_, checks) = check(&table, &predicates);
+    assert_eq!(checks, 9 * 3);
+    let rows = read_rows(
+        &table,
+        &[ColumnRef::resolve(&table, &["s".to_string()]).unwrap()],
+    );
+    let mut strings: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.columns["s"].iter().map(|v| v.clone().unwrap()))
+        .collect();
+    strings.sort();
+    let mut expected_rows: Vec<String> = values
+        .iter()
+        .enumerate()
+        .flat_map(|(k, v)| (0..2).flat_map(move |f| [format!("{v}-{f}"), format!("v{k}{f}")]))
+        .collect();
+    expected_rows.sort();
+    assert_eq!(strings, expected_rows);
+}
