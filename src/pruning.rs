@@ -388,10 +388,10 @@ impl<'a> ParsedColumn<'a> {
 
 /// Row `row` of a parsed stats array as the value [`parse_typed`] reads from the log's
 /// JSON for a column of `data_type`; `None` for a null or a type read otherwise.
-fn typed_at(array: &ArrayRef, row: usize, data_type: &DataType) -> Option<Typed> {
+pub(crate) fn typed_at(array: &ArrayRef, row: usize, data_type: &DataType) -> Option<Typed> {
     use deltalake::arrow::datatypes::{
-        DataType as ArrowType, Date32Type, Decimal128Type, DecimalType as _, Float64Type, Int8Type,
-        Int16Type, Int32Type, TimeUnit, TimestampMicrosecondType,
+        DataType as ArrowType, Date32Type, Decimal128Type, DecimalType as _, Float32Type,
+        Float64Type, Int8Type, Int16Type, Int32Type, TimeUnit, TimestampMicrosecondType,
     };
     if row >= array.len() || array.is_null(row) {
         return None;
@@ -401,6 +401,9 @@ fn typed_at(array: &ArrayRef, row: usize, data_type: &DataType) -> Option<Typed>
         ArrowType::Int16 => Typed::Int(i128::from(array.as_primitive::<Int16Type>().value(row))),
         ArrowType::Int32 => Typed::Int(i128::from(array.as_primitive::<Int32Type>().value(row))),
         ArrowType::Int64 => Typed::Int(i128::from(array.as_primitive::<Int64Type>().value(row))),
+        ArrowType::Float32 => {
+            Typed::Float(f64::from(array.as_primitive::<Float32Type>().value(row)))
+        }
         ArrowType::Float64 => Typed::Float(array.as_primitive::<Float64Type>().value(row)),
         ArrowType::Decimal128(precision, scale) => {
             // As the log's number text reads: the decimal's digits, parsed as a double.
@@ -441,7 +444,7 @@ pub fn string_prefix_length(table: &TableView) -> usize {
 }
 
 /// Parses one `minValues`/`maxValues` entry as `data_type`; `None` when it does not parse.
-fn stats_value(data_type: &DataType, value: &Value) -> Option<Typed> {
+pub(crate) fn stats_value(data_type: &DataType, value: &Value) -> Option<Typed> {
     // JSON numbers of integer and float columns as the numbers they are (what parsing their
     // text gives, without printing it first).
     if let (Value::Number(n), DataType::Primitive(p)) = (value, data_type) {

@@ -416,7 +416,7 @@ pub async fn commit(
         // 3. The batch's results, confirmed by storage.
         for id in &batch {
             if !chosen.contains_key(id) {
-                let result = choose_result(&store, &candidates[id].results).await?;
+                let result = choose_result(&store, &candidates[id].results, &table).await?;
                 chosen.insert(*id, result);
             }
         }
@@ -729,14 +729,18 @@ fn check_result(order: &WorkOrder, result: &BinResult) -> Result<()> {
     Ok(())
 }
 
-/// The first of `results` (of one bin) whose every file exists with its size and row count.
+/// The first of `results` (of one bin) whose every file exists with its size and row count,
+/// with stats that hold for what its footer records ([`check_files`]).
 async fn choose_result(
     store: &Arc<dyn deltalake::ObjectStore>,
     results: &[BinResult],
+    table: &TableView,
 ) -> Result<BinResult> {
+    let leaves = table.data_leaf_columns();
+    let prefix_length = crate::pruning::string_prefix_length(table);
     let mut first_error = None;
     for result in results {
-        match check_files(store, result).await {
+        match check_files(store, result, &leaves, prefix_length).await {
             Ok(()) => return Ok(result.clone()),
             Err(e @ Error::WorkOrder { .. }) => {
                 first_error.get_or_insert(e);
@@ -748,8 +752,15 @@ async fn choose_result(
 }
 
 /// Checks that every file of `result` exists with its size and, by its Parquet footer, holds
-/// the rows the result gives it.
-async fn check_files(store: &Arc<dyn deltalake::ObjectStore>, result: &BinResult) -> Result<()> {
+/// the rows the result gives it, and that the min/max and null counts of its stats hold
+/// for the values the footer records (of the table's data `leaves`; see
+/// [`super::footer::check_stats`]).
+async fn check_files(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    result: &BinResult,
+    leaves: &[crate::table::LeafColumn],
+    prefix_length: usize,
+) -> Result<()> {
     let id = result.bin_id;
     let checks = futures::stream::iter(result.files.iter().map(|file| {
         let store = store.clone();
@@ -781,53 +792,25 @@ async fn check_files(store: &Arc<dyn deltalake::ObjectStore>, result: &BinResult
                     });
                 }
             }
-            let rows = parquet_rows(&store, &path, file.size_bytes)
+            let footer = super::footer::read_footer(&store, &path, file.size_bytes)
                 .await
-                .map_err(|message| bad(format!("names file '{}', which {message}", file.path)))?;
+                .and_then(|metadata| Ok((super::footer::footer_rows(&metadata)?, metadata)))
+                .map_err(|message| bad(format!("names file '{}', which {message}", file.path)));
+            let (rows, metadata) = footer?;
             if rows != file.num_records {
                 return Err(bad(format!(
                     "says file '{}' holds {} rows, but its footer says {rows}",
                     file.path, file.num_records
                 )));
             }
-            Ok(())
+            super::footer::check_stats(&file.stats_json, &metadata, leaves, prefix_length)
+                .map_err(|message| bad(format!("gives file '{}' {message}", file.path)))
         }
     }))
     .buffer_unordered(32)
     .collect::<Vec<_>>()
     .await;
     checks.into_iter().collect()
-}
-
-/// The row count in the Parquet footer of the object at `path` of `size` bytes: two ranged
-/// reads (the footer's length, then the footer).
-async fn parquet_rows(
-    store: &Arc<dyn deltalake::ObjectStore>,
-    path: &deltalake::Path,
-    size: u64,
-) -> std::result::Result<u64, String> {
-    use deltalake::parquet::file::metadata::{FooterTail, ParquetMetaDataReader};
-    if size < 12 {
-        return Err("is too small to be a Parquet file".into());
-    }
-    let tail = store
-        .get_range(path, size - 8..size)
-        .await
-        .map_err(|e| format!("cannot be read: {e}"))?;
-    let footer =
-        FooterTail::try_from(tail.as_ref()).map_err(|e| format!("is not a Parquet file: {e}"))?;
-    let length = footer.metadata_length() as u64;
-    if length + 8 > size {
-        return Err("is not a Parquet file (its footer is longer than the file)".into());
-    }
-    let bytes = store
-        .get_range(path, size - 8 - length..size - 8)
-        .await
-        .map_err(|e| format!("cannot be read: {e}"))?;
-    let metadata = ParquetMetaDataReader::decode_metadata(&bytes)
-        .map_err(|e| format!("has an unreadable Parquet footer: {e}"))?;
-    u64::try_from(metadata.file_metadata().num_rows())
-        .map_err(|_| "has a negative row count in its footer".to_string())
 }
 
 /// Checks, for every unit of `batch`, that the rows of its bins equal its input's live rows:
@@ -871,8 +854,9 @@ async fn check_unit_rows(
                 for &i in &candidates[&unit[0]].input_files {
                     let file = &table.files[i];
                     let path = crate::rewrite::read::object_path(&table.location, &file.path)?;
-                    let physical = parquet_rows(&store, &path, file.size_bytes)
+                    let physical = super::footer::read_footer(&store, &path, file.size_bytes)
                         .await
+                        .and_then(|metadata| super::footer::footer_rows(&metadata))
                         .map_err(|message| Error::data_file(&file.path, message))?;
                     rows += physical.saturating_sub(file.num_deleted_rows());
                 }

@@ -69,6 +69,7 @@ use crate::table::{StorageOptions, TableDescription, TableLocation, TableView};
 mod commit;
 mod document;
 mod execute;
+mod footer;
 pub mod shard;
 
 pub use commit::{CommitOptions, CommitOutcome, DroppedBin, commit, snapshot_loads};

@@ -1574,3 +1574,100 @@ fn twenty_commit_steps_of_one_order_load_the_plans_snapshot_once() {
     assert_eq!(delta_layout::workorder::snapshot_loads(&order), 1);
     assert_eq!(rows(&location), before);
 }
+
+/// A result whose stats were edited, and its checksum recomputed (as a worker with a stats
+/// bug would write it), is refused when a bound or null count contradicts the file's footer,
+/// naming the file and column; the table is untouched. The same result unedited commits
+/// (issue 43: min = max = 10^12 committed, and readers then missed rows).
+#[test]
+fn forged_result_stats_are_refused_by_the_footers_statistics() {
+    let table = Fixture::copy("dv-columnmapping-partitioned");
+    table.double_files();
+    let location = table.location();
+    let before = rows(&location);
+    let work = tempfile::tempdir().unwrap();
+    let order = plan(&location, work.path(), &["--target-size", "2KiB"]);
+    let bins = bin_ids(&order);
+    let plan_str = work.path().join("plan.json");
+    let plan_str = plan_str.to_str().unwrap();
+    let good = work.path().join("good.json");
+    ok(&[
+        "execute",
+        plan_str,
+        "--all-bins",
+        "--out",
+        good.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(!bins.is_empty());
+    let listing = table.listing();
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&good).unwrap()).unwrap();
+    let file = &result["results"][0]["files"][0];
+    let stats: Value = serde_json::from_str(file["stats_json"].as_str().unwrap()).unwrap();
+    // An integer column and a string column of the file's stats.
+    let key_of = |pred: &dyn Fn(&Value) -> bool| -> String {
+        stats["minValues"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(_, v)| pred(v))
+            .map(|(k, _)| k.clone())
+            .expect("a column of that kind in the stats")
+    };
+    let int_column = key_of(&|v| v.is_i64());
+    let text_column = key_of(&|v| v.is_string() && v.as_str().unwrap().len() > 1);
+    let edited_path = work.path().join("edited.json");
+    let forged = |edit: &dyn Fn(&mut Value), needle: &[&str]| {
+        let mut doc = result.clone();
+        let mut s = stats.clone();
+        edit(&mut s);
+        doc["results"][0]["files"][0]["stats_json"] = Value::String(s.to_string());
+        reseal(&mut doc);
+        std::fs::write(&edited_path, doc.to_string()).unwrap();
+        let output = run(&["commit", plan_str, edited_path.to_str().unwrap()]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{message}");
+        for n in needle {
+            assert!(message.contains(n), "'{n}' not in: {message}");
+        }
+        assert_eq!(
+            table.listing(),
+            listing,
+            "a refused commit changed the table"
+        );
+    };
+    let path = file["path"].as_str().unwrap();
+    // min = max = 10^12: above every value the file holds.
+    forged(
+        &|s| {
+            s["minValues"][&int_column] = Value::from(1_000_000_000_000_i64);
+            s["maxValues"][&int_column] = Value::from(1_000_000_000_000_i64);
+        },
+        &[
+            path,
+            &int_column,
+            "minValues of 1000000000000",
+            "smaller value",
+        ],
+    );
+    // A max below the largest value.
+    let max = stats["maxValues"][&int_column].as_i64().unwrap();
+    forged(
+        &|s| s["maxValues"][&int_column] = Value::from(max - 1),
+        &[path, &int_column, "maxValues", "larger value"],
+    );
+    // A string min above the smallest string.
+    forged(
+        &|s| s["minValues"][&text_column] = Value::from("\u{10FFFF}"),
+        &[path, &text_column, "minValues"],
+    );
+    // Every row counted null.
+    let n = stats["numRecords"].as_u64().unwrap();
+    forged(
+        &|s| s["nullCount"][&int_column] = Value::from(n),
+        &[path, &int_column, &format!("nullCount of {n}")],
+    );
+    // Unedited, the result commits and keeps the rows.
+    ok(&["commit", plan_str, good.to_str().unwrap()]);
+    assert_eq!(rows(&location), before);
+}
