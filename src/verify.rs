@@ -370,9 +370,11 @@ struct RowEncoder {
 impl RowEncoder {
     fn new(table: &TableView) -> Self {
         let mut data_index = 0;
+        // Void columns are in no data file and null in every row of every version.
         let columns = table
             .schema
             .fields()
+            .filter(|field| !crate::table::schema::is_void(field.data_type()))
             .map(|field| {
                 let name = field.name().clone();
                 if let Some(i) = table.partition_columns.iter().position(|p| *p == name) {

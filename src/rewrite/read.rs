@@ -90,7 +90,17 @@ impl Foreign {
 impl Reader {
     /// The reader of `table`'s files, aligned to the physical schema of written files.
     /// Must be called inside a tokio runtime (it keeps its handle).
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedFeatures`] for a `void` column no data file can hold
+    /// ([`crate::table::schema::unwritable_void`]).
     pub(crate) fn for_table(table: &TableView) -> Result<Self> {
+        if let Some(reason) = crate::table::schema::unwritable_void(&table.schema) {
+            return Err(Error::UnsupportedFeatures {
+                table: table.display_location(),
+                features: vec![reason],
+            });
+        }
         let mut target_schema = physical_arrow_schema(
             &table.schema,
             table.column_mapping,

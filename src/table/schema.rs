@@ -17,6 +17,7 @@
 //! | map<K, V> | Map (entries `key_value` with `key`, `value`) |
 //! | struct | Struct of the physical fields |
 //! | variant | Struct of `metadata` and `value`, both non-null Binary (unshredded) |
+//! | void | not written (every row is null; readers fill it in), no stats |
 //!
 //! A variant is written unshredded, as PROTOCOL.md "Variant Data Type" ("Variant data in
 //! Parquet") lays it out and delta-kernel reads it (`DataType::unshredded_variant`): the two
@@ -111,7 +112,59 @@ fn field_id(field: &StructField) -> Option<i64> {
     }
 }
 
-/// The leaf columns of `schema` in schema order (depth first).
+/// Whether `data_type` is `void` (Spark's `NullType`, `NULL AS x`): PROTOCOL.md allows it in
+/// a schema; writers never store it in data files, and readers give every row null.
+#[must_use]
+pub fn is_void(data_type: &DataType) -> bool {
+    *data_type == DataType::Primitive(PrimitiveType::Void)
+}
+
+/// The first `void` column of `schema` that no data file can carry, as its dotted logical path
+/// with the reason: one inside an array or map (Delta writers drop void fields only through
+/// structs, as delta-kernel's `void_utils` does), or a struct with no field that is not void (it
+/// would be an empty Parquet group). `None` when every void column is one a rewrite can leave
+/// out of its files.
+#[must_use]
+pub fn unwritable_void(schema: &StructType) -> Option<String> {
+    fn contains_void(data_type: &DataType) -> bool {
+        match data_type {
+            DataType::Array(a) => contains_void(&a.element_type),
+            DataType::Map(m) => contains_void(&m.key_type) || contains_void(&m.value_type),
+            DataType::Struct(s) => s.fields().any(|f| contains_void(f.data_type())),
+            other => is_void(other),
+        }
+    }
+    fn walk(fields: &mut dyn Iterator<Item = &StructField>, path: &[String]) -> Option<String> {
+        for field in fields {
+            let mut p = path.to_vec();
+            p.push(field.name().clone());
+            let name = crate::column::format_path(&p);
+            match field.data_type() {
+                DataType::Struct(inner) => {
+                    if inner.fields().all(|f| is_void(f.data_type())) {
+                        return Some(format!(
+                            "void columns (struct '{name}' has no field that is not void, so no data file can hold it)"
+                        ));
+                    }
+                    if let Some(found) = walk(&mut inner.fields(), &p) {
+                        return Some(found);
+                    }
+                }
+                DataType::Array(_) | DataType::Map(_) if contains_void(field.data_type()) => {
+                    return Some(format!(
+                        "void columns (column '{name}' holds void inside an array or map, which Delta writers cannot store)"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+    walk(&mut schema.fields(), &[])
+}
+
+/// The leaf columns of `schema` in schema order (depth first); `void` columns, which data files
+/// never hold, are left out.
 #[must_use]
 pub fn leaf_columns(schema: &StructType, mode: ColumnMappingMode) -> Vec<LeafColumn> {
     fn walk(
@@ -121,7 +174,7 @@ pub fn leaf_columns(schema: &StructType, mode: ColumnMappingMode) -> Vec<LeafCol
         physical: &[String],
         out: &mut Vec<LeafColumn>,
     ) {
-        for field in fields {
+        for field in fields.filter(|f| !is_void(f.data_type())) {
             let mut l = logical.to_vec();
             l.push(field.name().clone());
             let mut p = physical.to_vec();
@@ -142,12 +195,13 @@ pub fn leaf_columns(schema: &StructType, mode: ColumnMappingMode) -> Vec<LeafCol
 }
 
 /// The Arrow schema of the data files delta-layout writes: the table's columns minus the
-/// partition columns, with physical names, and Parquet field ids (`PARQUET:field_id`) in
-/// `id` mode.
+/// partition columns and minus `void` columns (at any depth of structs: PROTOCOL.md lets a
+/// schema hold them, and Delta writers never store them, so readers give every row null),
+/// with physical names, and Parquet field ids (`PARQUET:field_id`) in `id` mode.
 ///
 /// # Errors
-/// An unsupported Delta type (intervals, void) is [`Error::Internal`], since the feature
-/// gate refuses such tables first.
+/// An unsupported Delta type (intervals, void inside an array or map) is [`Error::Internal`],
+/// since the reader refuses such tables first ([`unwritable_void`]).
 pub fn physical_arrow_schema(
     schema: &StructType,
     mode: ColumnMappingMode,
@@ -155,7 +209,7 @@ pub fn physical_arrow_schema(
 ) -> Result<Schema> {
     let fields = schema
         .fields()
-        .filter(|f| !partition_columns.contains(f.name()))
+        .filter(|f| !partition_columns.contains(f.name()) && !is_void(f.data_type()))
         .map(|f| physical_field(f, mode))
         .collect::<Result<Vec<_>>>()?;
     Ok(Schema::new(fields))
@@ -224,6 +278,7 @@ fn arrow_type(data_type: &DataType, mode: ColumnMappingMode) -> Result<ArrowType
         DataType::Struct(inner) => ArrowType::Struct(Fields::from(
             inner
                 .fields()
+                .filter(|f| !is_void(f.data_type()))
                 .map(|f| physical_field(f, mode))
                 .collect::<Result<Vec<_>>>()?,
         )),
