@@ -113,15 +113,13 @@ pub(super) fn check_stats(
         }
         let column = crate::column::format_path(&leaf.physical);
         let footer = FooterColumn::new(metadata, &arrow_schema, leaf);
-        if let Some(claimed) = nulls {
-            if let Some(counted) = footer.as_ref().and_then(|f| f.null_count(metadata)) {
-                let claimed_count = claimed.as_u64();
-                if claimed_count != Some(counted) {
-                    return Err(format!(
-                        "a nullCount of {claimed} for column '{column}', but its footer counts {counted} nulls"
-                    ));
-                }
-            }
+        if let Some(claimed) = nulls
+            && let Some(counted) = footer.as_ref().and_then(|f| f.null_count(metadata))
+            && claimed.as_u64() != Some(counted)
+        {
+            return Err(format!(
+                "a nullCount of {claimed} for column '{column}', but its footer counts {counted} nulls"
+            ));
         }
         if min.is_none() && max.is_none() {
             continue;
