@@ -71,6 +71,8 @@ pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 10;
 ///
 /// # Errors
 /// [`Error::InvalidOption`] naming the property when it is not a positive integer;
+/// [`Error::DamagedLog`] naming a JSON commit that spells characters with escapes delta-kernel
+/// misreads (`table::escapes`: its checkpoint would store the misread strings);
 /// [`Error::DataFile`] (`_delta_log`) when delta-kernel cannot write it. Callers treat a
 /// failure as a warning: the commit stands and readers replay the JSON commits.
 pub async fn write_checkpoint_if_due(table: &TableView, version: u64) -> Result<bool> {
@@ -95,15 +97,19 @@ pub async fn write_checkpoint_if_due(table: &TableView, version: u64) -> Result<
     // table's strings for every reader: leave the JSON commits as the state instead.
     let store = table.log_store.object_store(None);
     let commits = crate::table::escapes::json_commits_since_checkpoint(&store, version).await?;
+    // Also an escape inside a stats text (`\\udbff` in the line), which delta-kernel's parsed
+    // stats (`stats_parsed` in the checkpoint) misread.
     if let Some((name, _)) = commits.iter().find(|(_, bytes)| {
-        crate::table::escapes::has_misread_escape(&String::from_utf8_lossy(bytes))
+        let text = String::from_utf8_lossy(bytes);
+        crate::table::escapes::has_misread_escape(&text)
+            || crate::table::escapes::has_misread_escape(&text.replace("\\\\u", "\\u"))
     }) {
-        return Err(Error::DataFile {
-            path: format!("_delta_log/{name}"),
+        return Err(Error::DamagedLog {
+            table: table.display_location(),
+            file: format!("_delta_log/{name}"),
             message: format!(
                 "spells characters above U+FFFF as escaped UTF-16 surrogate pairs that delta-kernel's JSON reader decodes into other characters; no checkpoint of version {version} was written, so that none stores them (readers replay the JSON commits)"
             ),
-            source: None,
         });
     }
     let engine = table.log_store.engine(None);

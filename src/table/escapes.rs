@@ -18,8 +18,13 @@
 //!   with such an escape would be rewritten with another value (rows changed for every reader
 //!   that decodes JSON exactly: Spark, Trino): when anything the log gave holds a character
 //!   the misreading can produce ([`may_be_misread`]), the JSON commits after the last
-//!   checkpoint are read here and every `add` that spelled a string with such an escape is
-//!   rebuilt from its exact text ([`exact_adds`]). Checkpoints are Parquet and read exactly.
+//!   checkpoint are read here and, when a line spells a string with such an escape, replayed
+//!   exactly ([`exact_replay`]): the files delta-rs listed under a path those commits name are
+//!   replaced by the files the exact replay leaves live (an `add` and a `remove` of one file
+//!   spelled differently are paired, as Spark pairs them). Checkpoints are Parquet and read
+//!   exactly.
+//! * A `remove` this tool writes spells its path as the file's latest `add` does
+//!   ([`escaped_paths`]), so that every reader pairs them.
 //! * A `metaData` action spelled with such an escape (a column name, a property) is refused:
 //!   the schema delta-rs gives would name other columns than the data files hold.
 
@@ -152,59 +157,110 @@ pub async fn json_commits_since_checkpoint(
         .collect()
 }
 
-/// The `add` actions of `commits` ([`json_commits_since_checkpoint`]) that spell a string
-/// with an escape arrow-json misreads ([`has_misread_escape`]), as serde_json reads them
-/// (exactly), each with its path as the log spells it: keyed by the decoded path (deltalake's
-/// `Add` decodes it when it reads one), exact and as delta-rs reads it (the log's spelling
-/// [`misread`], then decoded), the later commit's action winning.
+/// The log's JSON commits after its last checkpoint replayed exactly (serde_json), for a log
+/// some of whose lines spell strings with escapes arrow-json misreads: what delta-rs' replay
+/// of the same lines gets wrong is an `add` spelled with them (its path, partition values,
+/// stats or tags misread) and an `add` and `remove` of one file spelled differently (delta-rs
+/// does not pair them, so a removed file stays, or a file appears twice).
+#[derive(Debug, Default)]
+pub struct ExactReplay {
+    /// Every path an `add` or `remove` of the replay names, decoded, exactly and as delta-rs
+    /// reads it: a file delta-rs lists under one of them is decided by the replay.
+    pub touched: std::collections::HashSet<String>,
+    /// The files the replay leaves live, in log order: each `add` as serde_json reads it
+    /// (deltalake's `Add` decodes the path) with its path as the log spells it.
+    pub live: Vec<(Add, String)>,
+}
+
+/// Replays `commits` ([`json_commits_since_checkpoint`]) exactly, keying files by path and
+/// deletion vector (PROTOCOL.md "Add File and Remove File": the primary key is the path and
+/// the deletion vector's unique id); `None` when no line of them spells a string with an
+/// escape arrow-json misreads ([`has_misread_escape`]), so delta-rs read them exactly.
 ///
 /// # Errors
 /// [`Error::DamagedLog`] (naming `table` and the commit) for a `metaData` action spelled
 /// with such an escape (the schema delta-rs reads is not the table's), and for a line that is
 /// not JSON or an `add` that cannot be read.
-pub fn exact_adds(
+pub fn exact_replay(
     commits: &[(String, bytes::Bytes)],
     table: &str,
-) -> Result<HashMap<String, (Add, String)>> {
-    let mut adds = HashMap::new();
+) -> Result<Option<ExactReplay>> {
+    if !commits
+        .iter()
+        .any(|(_, bytes)| has_misread_escape(&String::from_utf8_lossy(bytes)))
+    {
+        return Ok(None);
+    }
+    let decode = |raw: &str| {
+        percent_encoding::percent_decode_str(raw)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let mut replay = ExactReplay::default();
+    // Key -> (order, add, raw path).
+    let mut live: HashMap<(String, String), (usize, Add, String)> = HashMap::new();
+    let mut order = 0usize;
     for (name, bytes) in commits {
         let file = format!("_delta_log/{name}");
-        let text = String::from_utf8_lossy(bytes);
-        if !has_misread_escape(&text) {
-            continue;
-        }
-        for line in text.lines().filter(|l| has_misread_escape(l)) {
-            let damaged = |message: String| Error::DamagedLog {
-                table: table.to_string(),
-                file: file.clone(),
-                message,
-            };
+        let damaged = |message: String| Error::DamagedLog {
+            table: table.to_string(),
+            file: file.clone(),
+            message,
+        };
+        for line in String::from_utf8_lossy(bytes).lines() {
+            if line.trim().is_empty() {
+                continue;
+            }
             let action: Value = serde_json::from_str(line)
                 .map_err(|e| damaged(format!("holds a line that is not JSON: {e}")))?;
-            if action.get("metaData").is_some() {
+            if action.get("metaData").is_some() && has_misread_escape(line) {
                 return Err(damaged(
                     "spells its metaData (column names or properties) with escaped UTF-16 surrogate pairs that the JSON reader under delta-rs decodes into other characters (arrow-json char_from_surrogate_pair), so the schema it reads is not the table's; a metadata change written without such escapes (any Spark or delta-rs ALTER TABLE) makes the table readable".into(),
                 ));
             }
-            let Some(add) = action.get("add") else {
-                continue;
+            let (kind, fields) = match (action.get("add"), action.get("remove")) {
+                (Some(add), _) => ("add", add),
+                (None, Some(remove)) => ("remove", remove),
+                _ => continue,
             };
-            let raw_path = add
+            let raw_path = fields
                 .get("path")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let add: Add = serde_json::from_value(add.clone())
-                .map_err(|e| damaged(format!("holds an add action that cannot be read: {e}")))?;
-            // Percent-encoded bytes are ASCII in the JSON: only literal characters are misread.
-            let as_read = percent_encoding::percent_decode_str(&misread(&raw_path))
-                .decode_utf8_lossy()
-                .into_owned();
-            adds.insert(as_read, (add.clone(), raw_path.clone()));
-            adds.insert(add.path.clone(), (add, raw_path));
+            let path = decode(&raw_path);
+            replay.touched.insert(decode(&misread(&raw_path)));
+            replay.touched.insert(path.clone());
+            let key = (path, deletion_vector_id(fields.get("deletionVector")));
+            if kind == "add" {
+                let add: Add = serde_json::from_value(fields.clone()).map_err(|e| {
+                    damaged(format!("holds an add action that cannot be read: {e}"))
+                })?;
+                live.insert(key, (order, add, raw_path));
+                order += 1;
+            } else {
+                live.remove(&key);
+            }
         }
     }
-    Ok(adds)
+    let mut files: Vec<(usize, Add, String)> = live.into_values().collect();
+    files.sort_by_key(|(order, _, _)| *order);
+    replay.live = files.into_iter().map(|(_, add, raw)| (add, raw)).collect();
+    Ok(Some(replay))
+}
+
+/// A deletion vector's unique id (PROTOCOL.md "Deletion Vector Descriptor": `storageType`
+/// and `pathOrInlineDv`, then `@offset` when there is one); empty without one.
+fn deletion_vector_id(descriptor: Option<&Value>) -> String {
+    let Some(dv) = descriptor.filter(|d| !d.is_null()) else {
+        return String::new();
+    };
+    let text = |key: &str| dv.get(key).and_then(Value::as_str).unwrap_or_default();
+    let mut id = format!("{}{}", text("storageType"), text("pathOrInlineDv"));
+    if let Some(offset) = dv.get("offset").and_then(Value::as_i64) {
+        id.push_str(&format!("@{offset}"));
+    }
+    id
 }
 
 /// `s` as a JSON string literal (quotes included) with every character above U+FFFF spelled
@@ -226,31 +282,51 @@ pub fn escaped_literal(s: &str) -> String {
     out
 }
 
-/// Of `raw_paths` (paths of `add` actions as the log spells them), those whose `add` one of
-/// `commits` spells with escapes arrow-json misreads ([`escaped_literal`] found in the
-/// commit's text): a `remove` of such a file must spell its path the same way, so that every
-/// reader, the misreading ones too, pairs the two.
+/// Of `raw_paths` (paths of `add` actions as the log spells them), those whose latest `add`
+/// in `commits` spells the path with escapes arrow-json misreads ([`escaped_literal`]): a
+/// `remove` of such a file must spell its path the same way, so that every reader, the
+/// misreading ones too, pairs the two. A path whose `add` is in a checkpoint is read exactly
+/// by every reader.
 #[must_use]
 pub fn escaped_paths<'a>(
     commits: &[(String, bytes::Bytes)],
     raw_paths: impl IntoIterator<Item = &'a str>,
 ) -> std::collections::HashSet<&'a str> {
-    let wanted: Vec<(&str, String)> = raw_paths
+    let wanted: Vec<(&str, String, String)> = raw_paths
         .into_iter()
         .filter(|p| misread(p) != **p)
-        .map(|p| (p, escaped_literal(p)))
+        .map(|p| {
+            let plain = serde_json::to_string(p).unwrap_or_default();
+            (p, plain, escaped_literal(p))
+        })
         .collect();
+    let mut spelled: HashMap<&str, bool> = HashMap::new();
     if wanted.is_empty() {
         return std::collections::HashSet::new();
     }
-    let texts: Vec<std::borrow::Cow<'_, str>> = commits
-        .iter()
-        .map(|(_, bytes)| String::from_utf8_lossy(bytes))
-        .filter(|t| has_misread_escape(t))
-        .collect();
-    wanted
+    for (_, bytes) in commits {
+        for line in String::from_utf8_lossy(bytes).lines() {
+            for (path, plain, escaped) in &wanted {
+                let is_escaped = line.contains(escaped.as_str());
+                if !is_escaped && !line.contains(plain.as_str()) {
+                    continue;
+                }
+                let action: Option<Value> = serde_json::from_str(line).ok();
+                let names_it = action
+                    .as_ref()
+                    .and_then(|a| a.get("add"))
+                    .and_then(|a| a.get("path"))
+                    .and_then(Value::as_str)
+                    == Some(*path);
+                if names_it {
+                    spelled.insert(path, is_escaped);
+                }
+            }
+        }
+    }
+    spelled
         .into_iter()
-        .filter(|(_, literal)| texts.iter().any(|t| t.contains(literal.as_str())))
+        .filter(|(_, escaped)| *escaped)
         .map(|(p, _)| p)
         .collect()
 }

@@ -377,48 +377,44 @@ impl TableView {
         .filter(|columns| !columns.is_empty()))
     }
 
-    /// Where a string delta-rs gave this view may have been misread from an escaped surrogate
-    /// pair ([`escapes`]): a schema name, property, partition value, path, stats text or tag
-    /// holding a character of planes 1, 3, …, 15; rebuilds every file whose `add` action the
-    /// log spells with such an escape from the action's exact text. Nothing is read when no
-    /// string holds such a character (almost every table).
+    /// Where a string delta-rs gave this view holds a character above U+FFFF (a schema name,
+    /// property, path, partition value, stats text or tag), so the log may spell such
+    /// characters as escaped surrogate pairs that delta-rs misreads ([`escapes`]): replays the
+    /// JSON commits after the last checkpoint exactly when one of their lines does, and
+    /// replaces the files delta-rs listed under a path they name by the files the exact replay
+    /// leaves live. Nothing is read when no string holds such a character (almost every table).
     ///
     /// # Errors
     /// [`Error::DamagedLog`] for a `metaData` spelled with such an escape; storage errors.
     async fn read_misread_strings_exactly(&mut self) -> Result<()> {
-        use escapes::may_be_misread;
+        let wide = |s: &str| s.bytes().any(|b| b >= 0xF0);
         let schema_text = serde_json::to_string(&self.schema).unwrap_or_default();
-        let suspect = may_be_misread(&schema_text)
-            || self
-                .properties
-                .iter()
-                .any(|(k, v)| may_be_misread(k) || may_be_misread(v))
+        let suspect = wide(&schema_text)
+            || self.properties.iter().any(|(k, v)| wide(k) || wide(v))
             || self.files.iter().any(|f| {
-                may_be_misread(&f.raw_path)
-                    || f.raw_partition_values
-                        .iter()
-                        .flatten()
-                        .any(|v| may_be_misread(v))
-                    || f.stats.as_ref().is_some_and(FileStats::text_may_be_misread)
-                    || f.tags.values().flatten().any(|v| may_be_misread(v))
+                wide(&f.raw_path)
+                    || wide(&f.path)
+                    || f.raw_partition_values.iter().flatten().any(|v| wide(v))
+                    || f.stats
+                        .as_ref()
+                        .is_some_and(FileStats::text_has_wide_characters)
+                    || f.tags.values().flatten().any(|v| wide(v))
             });
         if !suspect {
             return Ok(());
         }
         let store = self.log_store.object_store(None);
         let commits = escapes::json_commits_since_checkpoint(&store, self.version).await?;
-        let exact = escapes::exact_adds(&commits, &self.display_location())?;
-        if exact.is_empty() {
+        let Some(replay) = escapes::exact_replay(&commits, &self.display_location())? else {
             return Ok(());
-        }
-        for file in &mut self.files {
-            if let Some((add, raw_path)) = exact.get(&file.path) {
-                *file = DataFile::from_add(
-                    add.clone(),
-                    raw_path.clone(),
-                    &self.partition_physical_names,
-                )?;
-            }
+        };
+        self.files.retain(|f| !replay.touched.contains(&f.path));
+        for (add, raw_path) in replay.live {
+            self.files.push(DataFile::from_add(
+                add,
+                raw_path,
+                &self.partition_physical_names,
+            )?);
         }
         Ok(())
     }

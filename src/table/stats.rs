@@ -132,12 +132,12 @@ impl FileStats {
             .is_some_and(super::escapes::has_misread_escape)
     }
 
-    /// Whether the stats' JSON text holds a character that delta-rs' misreading of an escaped
-    /// log line could have produced ([`super::escapes::may_be_misread`]).
-    pub(crate) fn text_may_be_misread(&self) -> bool {
+    /// Whether the stats' JSON text holds a character above U+FFFF (a 4-byte UTF-8 sequence),
+    /// which the log may have spelled as an escape delta-rs misreads ([`super::escapes`]).
+    pub(crate) fn text_has_wide_characters(&self) -> bool {
         self.text
             .as_deref()
-            .is_some_and(super::escapes::may_be_misread)
+            .is_some_and(|t| t.bytes().any(|b| b >= 0xF0))
     }
 
     /// This file's row in `parsed`, when these stats are that row (read from the same log).
