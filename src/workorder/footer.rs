@@ -21,8 +21,14 @@
 //! * a bound is refused when the footer records no value for the column (every row null, or
 //!   no statistics written), since nothing then shows that it holds.
 //!
-//! Columns whose Arrow type is not compared here (binary, nested lists) carry no min/max in
-//! Delta stats; a claimed bound on them is refused as unverifiable.
+//! Decimal bounds are compared exactly, digit by digit from the stats' own text (serde_json
+//! keeps a double of a number). Columns whose Arrow type is not compared here (binary, nested
+//! lists) carry no min/max in Delta stats; a claimed bound on them is refused as
+//! unverifiable.
+//!
+//! Not checked (the footer cannot tell): the `nullCount` of an array or map column (the
+//! footer counts its elements' nulls), and whether a float column holds NaN (Parquet
+//! statistics leave NaN out, and this tool's writer then records no float bounds).
 
 use std::cmp::Ordering;
 
@@ -169,9 +175,215 @@ pub(super) fn check_stats(
                     ));
                 }
             }
+            // Decimals read as doubles above; exactly here, from the bound's own digits.
+            if let Some((low, high)) = footer.decimal_extremes(metadata) {
+                let text = number_text(stats_json, key, &leaf.physical).ok_or_else(|| {
+                    format!("a {key} of {claimed} for column '{column}' that is not a JSON number")
+                })?;
+                let footer_value = if upper { high } else { low };
+                let order = footer_value
+                    .as_deref()
+                    .and_then(|v| compare_decimal_text(text, v));
+                let holds = match order {
+                    Some(o) => {
+                        o != if upper {
+                            Ordering::Less
+                        } else {
+                            Ordering::Greater
+                        }
+                    }
+                    None => false,
+                };
+                if !holds {
+                    return Err(format!(
+                        "a {key} of {text} for column '{column}', but its footer records {} {}",
+                        if upper {
+                            "a larger value,"
+                        } else {
+                            "a smaller value,"
+                        },
+                        footer_value.as_deref().unwrap_or("no value")
+                    ));
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// The text of the JSON number at `key` then `path` in the JSON object `json`; `None` when
+/// there is none there (or it is not a number). Reads the text itself: serde_json keeps no
+/// more than a double of a number, and a decimal's bound needs every digit.
+fn number_text<'a>(json: &'a str, key: &str, path: &[String]) -> Option<&'a str> {
+    let mut scanner = Scanner { text: json, at: 0 };
+    let mut keys: Vec<&str> = vec![key];
+    keys.extend(path.iter().map(String::as_str));
+    scanner.find(&keys)
+}
+
+/// A cursor over JSON text for [`number_text`].
+struct Scanner<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(&b) = self.text.as_bytes().get(self.at) {
+            if b.is_ascii_whitespace() {
+                self.at += 1;
+            } else {
+                return Some(b);
+            }
+        }
+        None
+    }
+
+    /// In the object at the cursor, the value at `keys`, as a number's text.
+    fn find(&mut self, keys: &[&str]) -> Option<&'a str> {
+        let (first, rest) = keys.split_first()?;
+        if self.peek()? != b'{' {
+            return None;
+        }
+        self.at += 1;
+        loop {
+            match self.peek()? {
+                b'}' => return None,
+                b',' => self.at += 1,
+                b'"' => {
+                    let name: String = serde_json::from_str(self.string()?).ok()?;
+                    if self.peek()? != b':' {
+                        return None;
+                    }
+                    self.at += 1;
+                    if name == *first {
+                        if rest.is_empty() {
+                            self.peek()?;
+                            let start = self.at;
+                            self.scalar();
+                            let text = &self.text[start..self.at];
+                            return text.parse::<f64>().is_ok().then_some(text);
+                        }
+                        return self.find(rest);
+                    }
+                    self.skip()?;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The string literal at the cursor, quotes included.
+    fn string(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        self.at += 1;
+        while let Some(&b) = bytes.get(self.at) {
+            self.at += 1;
+            match b {
+                b'\\' => self.at += 1,
+                b'"' => return self.text.get(start..self.at),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// A number or literal at the cursor.
+    fn scalar(&mut self) {
+        let bytes = self.text.as_bytes();
+        while let Some(&b) = bytes.get(self.at) {
+            if matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace() {
+                break;
+            }
+            self.at += 1;
+        }
+    }
+
+    /// Skips the value at the cursor.
+    fn skip(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => {
+                self.string()?;
+            }
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match self.peek()? {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => depth -= 1,
+                        _ => {}
+                    }
+                    self.at += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+            }
+            _ => self.scalar(),
+        }
+        Some(())
+    }
+}
+
+/// A decimal number's text as (negative, significant digits without leading zeros, power of
+/// ten of the last digit); `None` for text that is not a plain JSON number.
+fn decimal_parts(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty()
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !fraction.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let digits = format!("{whole}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    let trimmed = digits.trim_end_matches('0');
+    let exponent = exponent - i64::try_from(fraction.len()).ok()?
+        + i64::try_from(digits.len() - trimmed.len()).ok()?;
+    Some((
+        negative && !trimmed.is_empty(),
+        trimmed.to_string(),
+        exponent,
+    ))
+}
+
+/// The exact order of two decimal number texts.
+fn compare_decimal_text(a: &str, b: &str) -> Option<Ordering> {
+    let (an, ad, ae) = decimal_parts(a)?;
+    let (bn, bd, be) = decimal_parts(b)?;
+    let magnitude = || -> Ordering {
+        match (ad.is_empty(), bd.is_empty()) {
+            (true, true) => return Ordering::Equal,
+            (true, false) => return Ordering::Less,
+            (false, true) => return Ordering::Greater,
+            _ => {}
+        }
+        // The power of ten of the leading digit, then the digits aligned.
+        let lead = |d: &str, e: i64| e + i64::try_from(d.len()).unwrap_or(i64::MAX);
+        lead(&ad, ae).cmp(&lead(&bd, be)).then_with(|| {
+            let width = ad.len().max(bd.len());
+            format!("{ad:0<width$}").cmp(&format!("{bd:0<width$}"))
+        })
+    };
+    Some(match (an, bn) {
+        (false, true) => Ordering::Greater,
+        (true, false) => Ordering::Less,
+        (false, false) => magnitude(),
+        (true, true) => magnitude().reverse(),
+    })
 }
 
 /// A float column's values as the 32-bit floats they are, so a bound written as the
@@ -269,6 +481,36 @@ impl FooterColumn {
         (counts.null_count() == 0).then(|| counts.values().iter().sum())
     }
 
+    /// For a decimal column, the smallest row-group min and the largest row-group max, as
+    /// exact decimal texts (`None` for a bound no row group records); `None` for other types.
+    fn decimal_extremes(
+        &self,
+        metadata: &ParquetMetaData,
+    ) -> Option<(Option<String>, Option<String>)> {
+        use deltalake::arrow::datatypes::{Decimal128Type, DecimalType as _};
+        let ArrowType::Decimal128(precision, scale) = self.field.data_type() else {
+            return None;
+        };
+        let descr = metadata.file_metadata().schema_descr();
+        let converter =
+            StatisticsConverter::from_column_index(self.index, &self.field, descr).ok()?;
+        let groups = metadata.row_groups();
+        let read = |a: deltalake::parquet::errors::Result<ArrayRef>| -> Option<Vec<i128>> {
+            let a = a.ok()?;
+            let a = a
+                .as_any()
+                .downcast_ref::<deltalake::arrow::array::Decimal128Array>()?;
+            Some(a.iter().flatten().collect())
+        };
+        let text = |v: i128| Decimal128Type::format_decimal(v, *precision, *scale);
+        let mins = read(converter.row_group_mins(groups))?;
+        let maxes = read(converter.row_group_maxes(groups))?;
+        Some((
+            mins.into_iter().min().map(text),
+            maxes.into_iter().max().map(text),
+        ))
+    }
+
     /// Per row group holding a non-null value: ((min, max), both exact), typed as
     /// [`typed_at`] reads Arrow values (`None` for a bound the footer lacks). Row groups
     /// whose rows are all null are left out.
@@ -335,5 +577,63 @@ fn field_at(fields: &Fields, path: &[String]) -> Option<Field> {
     match field.data_type() {
         ArrowType::Struct(children) => field_at(children, rest),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_texts_compare_exactly() {
+        use Ordering::{Equal, Greater, Less};
+        let cases = [
+            (
+                "37037036703703700000",
+                "37037036703703703670.123456789012345678",
+                Less,
+            ),
+            (
+                "37037036703703703670.123456789012345679",
+                "37037036703703703670.123456789012345678",
+                Greater,
+            ),
+            ("1.50", "1.5", Equal),
+            ("150e-2", "1.5", Equal),
+            ("1.5E2", "150", Equal),
+            ("-0.0", "0", Equal),
+            ("-1", "0.000000000000000001", Less),
+            ("-2.5", "-2.4999999999999999999", Less),
+            ("0.001", "0.0001", Greater),
+            ("99999999999999999999999999999999999999", "1e38", Less),
+        ];
+        for (a, b, expected) in cases {
+            assert_eq!(compare_decimal_text(a, b), Some(expected), "{a} vs {b}");
+            assert_eq!(
+                compare_decimal_text(b, a),
+                Some(expected.reverse()),
+                "{b} vs {a}"
+            );
+        }
+        assert_eq!(compare_decimal_text("1.2.3", "1"), None);
+        assert_eq!(compare_decimal_text("abc", "1"), None);
+    }
+
+    #[test]
+    fn number_texts_are_read_at_their_path_with_every_digit() {
+        let json = r#"{"numRecords": 3, "minValues": {"s": "a\"}{,", "d": 37037036703703703670.123456789012345678,
+            "n": {"x": [1, {"y": 2}], "dec": -1.5e-3}}, "maxValues": {"d": 1}}"#;
+        let path = |p: &[&str]| p.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            number_text(json, "minValues", &path(&["d"])),
+            Some("37037036703703703670.123456789012345678")
+        );
+        assert_eq!(
+            number_text(json, "minValues", &path(&["n", "dec"])),
+            Some("-1.5e-3")
+        );
+        assert_eq!(number_text(json, "maxValues", &path(&["d"])), Some("1"));
+        assert_eq!(number_text(json, "minValues", &path(&["s"])), None);
+        assert_eq!(number_text(json, "minValues", &path(&["missing"])), None);
     }
 }
