@@ -1243,6 +1243,103 @@ fn leftover_spill_directories_of_dead_runs_are_removed() {
     );
 }
 
+/// Writes `path` with `bytes`, last modified `age_secs` ago.
+fn aged_file(path: &Path, bytes: &[u8], age_secs: u64) {
+    std::fs::write(path, bytes).unwrap();
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+/// Stale (two hours old) and fresh commit and upload staging files in `root`, as a kill -9
+/// leaves them: (stale paths relative to the root, fresh paths).
+fn staging_files(root: &Path) -> (Vec<String>, Vec<std::path::PathBuf>) {
+    let upload = |n: u32| format!("part-00000-0123456789abcdef-0-{n:04}-c000.zstd.parquet#1");
+    let stale = vec![
+        "_delta_log/00000000000000000099.json#1".to_string(),
+        upload(1),
+    ];
+    for path in &stale {
+        aged_file(&root.join(path), b"{}", 7200);
+    }
+    let fresh = vec![
+        root.join("_delta_log/00000000000000000099.json#2"),
+        root.join(upload(2)),
+    ];
+    for path in &fresh {
+        aged_file(path, b"{}", 0);
+    }
+    (stale, fresh)
+}
+
+#[test]
+fn vacuum_lists_and_removes_stale_staging_files() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let (stale, fresh) = staging_files(&fixture.path);
+    let versions = fixture.log_versions();
+    // A dry run lists the stale ones (the table's retention keeps every data file) and
+    // deletes nothing.
+    let output = cli(&["vacuum", &location, "--dry-run", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed: Vec<&str> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    let mut expected: Vec<&str> = stale.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(listed, expected);
+    assert_eq!(report["bytes"], 4);
+    assert!(stale.iter().all(|p| fixture.path.join(p).exists()));
+    let output = cli(&["vacuum", &location]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with("deleted 2 files (4 B)"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(stale.iter().all(|p| !fixture.path.join(p).exists()));
+    // A staging file younger than an hour may be a live run's: kept.
+    assert!(fresh.iter().all(|p| p.exists()));
+    assert_eq!(fixture.log_versions(), versions);
+}
+
+#[test]
+fn a_run_with_nothing_to_do_removes_stale_staging_files() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let first = cli(&[
+        "optimize",
+        &location,
+        "--target-size",
+        "1MiB",
+        "--no-report",
+    ]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let versions = fixture.log_versions();
+    let before = rows(&location);
+    let (stale, fresh) = staging_files(&fixture.path);
+    // A dry run leaves them.
+    let dry = cli(&["optimize", &location, "--target-size", "1MiB", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    assert!(stale.iter().all(|p| fixture.path.join(p).exists()));
+    let output = cli(&["optimize", &location, "--target-size", "1MiB", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["files_added"], 0, "{json}");
+    assert_eq!(fixture.log_versions(), versions, "nothing committed");
+    assert!(stale.iter().all(|p| !fixture.path.join(p).exists()));
+    assert!(fresh.iter().all(|p| p.exists()));
+    assert_eq!(rows(&location), before);
+}
+
 // ---- found by a hostile review ------------------------------------------------------------
 
 #[test]
