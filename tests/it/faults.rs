@@ -1340,6 +1340,157 @@ fn a_run_with_nothing_to_do_removes_stale_staging_files() {
     assert_eq!(rows(&location), before);
 }
 
+/// A table whose log is `commits` (each a list of actions, version 0 first), written by hand
+/// in `dir/name`; its location.
+fn hand_written_log(dir: &Path, name: &str, commits: &[Vec<Value>]) -> String {
+    let log = dir.join(name).join("_delta_log");
+    std::fs::create_dir_all(&log).unwrap();
+    for (version, actions) in commits.iter().enumerate() {
+        let lines: Vec<String> = actions.iter().map(Value::to_string).collect();
+        std::fs::write(log.join(format!("{version:020}.json")), lines.join("\n")).unwrap();
+    }
+    dir.join(name).display().to_string()
+}
+
+fn long_column_metadata() -> Value {
+    json!({"metaData": {
+        "id": "7", "format": {"provider": "parquet", "options": {}},
+        "schemaString": json!({"type": "struct", "fields": [
+            {"name": "x", "type": "long", "nullable": true, "metadata": {}}
+        ]}).to_string(),
+        "partitionColumns": [], "configuration": {}, "createdTime": 1
+    }})
+}
+
+/// Runs `command` on `location` for every command given and expects exit code 2, one line
+/// holding every needle, and the table's files unchanged.
+fn expect_refused(location: &str, commands: &[&str], needles: &[&str]) {
+    let listing = |root: &str| {
+        let mut names: Vec<String> = std::fs::read_dir(Path::new(root).join("_delta_log"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(location);
+    for command in commands {
+        let output = cli(&[command, location]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{command}: {message}");
+        assert_eq!(message.trim().lines().count(), 1, "{message}");
+        for needle in needles {
+            assert!(
+                message.contains(needle),
+                "{command}: '{needle}' not in {message}"
+            );
+        }
+        assert!(!message.contains("internal error"), "{message}");
+        assert_eq!(listing(location), before);
+    }
+}
+
+#[test]
+fn kernel_errors_name_the_table_and_the_log_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = long_column_metadata();
+    // Reader features at reader version 2: the kernel's "Reader features must not be
+    // present when minimum reader version != 3", with neither table nor file.
+    let features_at_2 = hand_written_log(
+        dir.path(),
+        "features-at-2",
+        &[vec![
+            json!({"protocol": {"minReaderVersion": 2, "minWriterVersion": 5,
+                "readerFeatures": ["columnMapping"], "writerFeatures": ["columnMapping"]}}),
+            meta.clone(),
+        ]],
+    );
+    expect_refused(
+        &features_at_2,
+        &["inspect", "optimize", "report"],
+        &[
+            &format!("table '{features_at_2}'"),
+            "log file '_delta_log/00000000000000000000.json' line 1 holds a protocol that lists readerFeatures at minReaderVersion 2, where they need version 3",
+        ],
+    );
+    // A metaData without its schemaString: the kernel's "unmasked nulls ... schemaString".
+    let mut no_schema = meta.clone();
+    no_schema["metaData"]
+        .as_object_mut()
+        .unwrap()
+        .remove("schemaString");
+    let protocol = json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}});
+    let without_schema = hand_written_log(
+        dir.path(),
+        "no-schema",
+        &[vec![protocol.clone(), meta.clone()], vec![no_schema]],
+    );
+    expect_refused(
+        &without_schema,
+        &["inspect", "optimize"],
+        &[
+            &format!("table '{without_schema}'"),
+            "log file '_delta_log/00000000000000000001.json' line 1 holds a metaData without a schemaString",
+        ],
+    );
+    // What only the kernel finds wrong (reader version 3 without its feature list) names the
+    // newest log file of the version loaded, and the kernel's words.
+    let kernel_only = hand_written_log(
+        dir.path(),
+        "kernel-only",
+        &[
+            vec![protocol, meta.clone()],
+            vec![json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7}})],
+        ],
+    );
+    expect_refused(
+        &kernel_only,
+        &["inspect", "optimize"],
+        &[
+            &format!("table '{kernel_only}'"),
+            "log file '_delta_log/00000000000000000001.json' is the newest log file of the latest version",
+            "Reader features must be present when minimum reader version = 3",
+        ],
+    );
+}
+
+#[test]
+fn catalog_managed_tables_are_refused_before_the_kernel_loads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for feature in ["catalogManaged", "catalogOwned-preview"] {
+        let location = hand_written_log(
+            dir.path(),
+            feature,
+            &[
+                vec![
+                    json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+                    long_column_metadata(),
+                ],
+                vec![
+                    json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                    "readerFeatures": [feature],
+                    "writerFeatures": [feature, "inCommitTimestamp"]}}),
+                ],
+            ],
+        );
+        // The tool's refusal, citing the protocol's rule, and never the kernel's "Max
+        // catalog version is required".
+        expect_refused(
+            &location,
+            &["optimize", "inspect", "vacuum"],
+            &[
+                &format!(
+                    "table '{location}' uses table features that delta-layout does not support: {feature} ("
+                ),
+                "PROTOCOL.md (Catalog-managed tables) lets no writer commit, OPTIMIZE included, without the catalog's permission",
+                "the table was not changed",
+            ],
+        );
+        let output = cli(&["optimize", &location]);
+        assert!(!stderr(&output).contains("Max catalog version"));
+    }
+}
+
 // ---- found by a hostile review ------------------------------------------------------------
 
 #[test]
