@@ -812,3 +812,108 @@ fn the_floor_variable_lowers_the_floor() {
     assert!(json["files_added"].as_u64().unwrap() > 1, "{json}");
     assert_eq!(rows(&location), before);
 }
+
+/// Whether process `pid` catches SIGTERM (`SigCgt` of `/proc/<pid>/status`, bit 15 - 1).
+fn catches_sigterm(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << 14) != 0)
+}
+
+/// Spawns the binary with `args`, waits until it catches SIGTERM, sends one after
+/// `delay_ms` (through `kill`), and returns its output.
+fn sigterm_after_start(args: &[&str], delay_ms: u64) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_delta-layout"))
+        .args(args)
+        .env_remove("MALLOC_ARENA_MAX")
+        // Held open and never written: `--workload -` waits on it.
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Closed only once the process has ended.
+    let stdin = child.stdin.take();
+    let started = std::time::Instant::now();
+    while !catches_sigterm(pid) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "no SIGTERM handler"
+        );
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    // A process that took the signal for a cancel flag nobody reads would wait forever.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("{args:?} still runs a minute after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    output
+}
+
+#[test]
+fn a_sigterm_before_the_work_starts_exits_130() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        return;
+    }
+    // Waiting for its workload on standard input, before any table is read: the signal
+    // ended the process by its default action (no handler was installed yet).
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let listing = fixture.listing();
+    let output = sigterm_after_start(&["optimize", &fixture.location(), "--workload", "-"], 2);
+    assert_eq!(output.status.code(), Some(130), "{:?}", output.status);
+    assert_eq!(stderr(&output), "");
+    assert_eq!(fixture.listing(), listing);
+}
+
+#[test]
+fn a_sigterm_right_after_the_start_exits_130_and_changes_nothing() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        return;
+    }
+    // The handlers are installed first thing in `main` (after the MALLOC_ARENA_MAX re-exec,
+    // which resets them), before the arguments are parsed or the table is read: a SIGTERM
+    // from then on ends the run with 130, also before `optimize` hands over its cancel flag.
+    for delay_ms in [0, 0, 1, 2, 5] {
+        let fixture = Fixture::copy("basic-with-checkpoint");
+        let listing = fixture.listing();
+        let location = fixture.location();
+        let output = sigterm_after_start(
+            &[
+                "optimize",
+                &location,
+                "--hilbert",
+                "id",
+                "--target-size",
+                "1MiB",
+                "--verify",
+                "--no-report",
+            ],
+            delay_ms,
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(130),
+            "after {delay_ms} ms: {:?} {}",
+            output.status,
+            stderr(&output)
+        );
+        assert_eq!(fixture.listing(), listing, "after {delay_ms} ms");
+    }
+}

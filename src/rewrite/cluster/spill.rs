@@ -146,10 +146,7 @@ impl SpillFiles {
     /// into the files of its own pieces, and removed: a pass per factor of the fan-in, each
     /// keeping at most the fan-in files open for writing and one for reading. Rows of a
     /// piece keep the order they were appended in.
-    pub(super) fn finish(
-        self,
-        route: &Route<'_>,
-    ) -> Result<Vec<Option<SpillFile>>> {
+    pub(super) fn finish(self, route: &Route<'_>) -> Result<Vec<Option<SpillFile>>> {
         let mut out = Vec::with_capacity(self.pieces);
         for (file, ((slot, rows), path)) in self
             .writers
