@@ -17,6 +17,8 @@
 # within the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Targets of a few KiB, below the 1 MiB floor of target sizes (README, "--target-size").
+export DELTA_LAYOUT_MIN_TARGET_SIZE=1
 sf=${1:-1}
 rounds=${2:-3}
 target=${3:-8MiB}

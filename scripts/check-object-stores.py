@@ -56,6 +56,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
+# Targets of a few KiB, below the 1 MiB floor of target sizes (README, "--target-size").
+os.environ.setdefault("DELTA_LAYOUT_MIN_TARGET_SIZE", "1")
+
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = (
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

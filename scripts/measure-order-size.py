@@ -20,6 +20,9 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+# Targets of a few KiB, below the 1 MiB floor of target sizes (README, "--target-size").
+os.environ.setdefault("DELTA_LAYOUT_MIN_TARGET_SIZE", "1")
+
 
 def write_table(root, files):
     os.makedirs(f"{root}/_delta_log")

@@ -480,37 +480,22 @@ fn scalar_for(
                 Literal::Number(t) | Literal::String(t) => t.trim().to_string(),
                 _ => return Err(unsupported()),
             };
-            let (digits, literal_scale) = parse_decimal(&text).ok_or_else(unsupported)?;
-            let column_scale = i32::from(*scale);
+            let (value, exact_below) =
+                match decimal_at_scale(&text, i32::from(*scale)).ok_or_else(unsupported)? {
+                    // Beyond every value an i128 holds at the column's scale.
+                    Err(positive) => return Ok(Operand::Constant(beyond_range(op, positive))),
+                    Ok((value, true)) => (value, None),
+                    // More fractional digits than the column keeps: floored to its scale.
+                    Ok((floor, false)) => (floor, Some(floor)),
+                };
             let limit = 10i128
                 .checked_pow(u32::from(*precision))
                 .unwrap_or(i128::MAX);
-            let (value, exact_below) = if literal_scale <= column_scale {
-                // In i64: an exponent can make the literal's scale any i32.
-                let factor = 10i128.checked_pow(
-                    u32::try_from(i64::from(column_scale) - i64::from(literal_scale))
-                        .unwrap_or(u32::MAX),
-                );
-                match factor.and_then(|f| digits.checked_mul(f)) {
-                    Some(v) => (v, None),
-                    None => {
-                        return Ok(Operand::Constant(beyond_range(op, digits > 0)));
-                    }
-                }
-            } else {
-                // More fractional digits than the column keeps: floor to the scale.
-                let divisor = 10i128
-                    .checked_pow(u32::try_from(literal_scale - column_scale).unwrap_or(u32::MAX))
-                    .unwrap_or(i128::MAX);
-                let floor = digits.div_euclid(divisor);
-                let exact = digits.rem_euclid(divisor) == 0;
-                (floor, (!exact).then_some(floor))
-            };
             let (op, value) = match exact_below {
                 None => (op, value),
                 Some(below) => match between_representable(op) {
                     (_, _, Some(constant)) => return Ok(Operand::Constant(constant)),
-                    (Some(new_op), true, None) => (new_op, below + 1),
+                    (Some(new_op), true, None) => (new_op, below.saturating_add(1)),
                     (Some(new_op), false, None) => (new_op, below),
                     (None, _, None) => return Err(unsupported()),
                 },
@@ -566,7 +551,7 @@ fn scalar_for(
                     } else {
                         match between_representable(op) {
                             (_, _, Some(constant)) => return Ok(Operand::Constant(constant)),
-                            (Some(new_op), true, None) => (new_op, below + 1),
+                            (Some(new_op), true, None) => (new_op, below.saturating_add(1)),
                             (Some(new_op), false, None) => (new_op, below),
                             (None, _, None) => return Err(unsupported()),
                         }
@@ -606,17 +591,18 @@ fn scalar_for(
     })
 }
 
-/// A decimal literal's digits and scale, exactly: `-1.250` is `(-1250, 3)`, `.5` is `(5, 1)`,
-/// `1.5e2` is `(15, -1)` (a negative scale multiplies: 15 x 10^1), `2E-3` is `(2, 3)`; `None`
-/// when it is not a number or its digits or exponent do not fit (`i128`, `i32`). Zero is
-/// `(0, 0)` whatever its exponent.
-fn parse_decimal(text: &str) -> Option<(i128, i32)> {
+/// A decimal literal (`-1.25`, `.5`, `3e2`) in units of `10^-scale`: `Ok((floor, exact))`,
+/// the literal rounded down to the scale and whether that lost nothing; `Err(positive)` when
+/// it lies beyond every value an `i128` holds at that scale (a literal of 39 or more
+/// significant digits, say), above when `positive`; `None` when it is not a number. Works on
+/// the digits as text, so no literal is too long.
+fn decimal_at_scale(text: &str, scale: i32) -> Option<std::result::Result<(i128, bool), bool>> {
     let (negative, body) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text.strip_prefix('+').unwrap_or(text)),
     };
     let (mantissa, exponent) = match body.split_once(['e', 'E']) {
-        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i32>().ok()?),
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().ok()?),
         None => (body, 0),
     };
     let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
@@ -626,15 +612,44 @@ fn parse_decimal(text: &str) -> Option<(i128, i32)> {
     {
         return None;
     }
-    let mut digits: i128 = 0;
-    for b in whole.bytes().chain(fraction.bytes()) {
-        digits = digits.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+    let digits = format!("{whole}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    if digits.is_empty() {
+        return Some(Ok((0, true)));
     }
-    if digits == 0 {
-        return Some((0, 0));
-    }
-    let scale = i32::try_from(fraction.len()).ok()?.checked_sub(exponent)?;
-    Some((if negative { -digits } else { digits }, scale))
+    let too_large = Err(!negative);
+    // Digits to add (positive) or drop (negative) to reach the scale.
+    let Ok(fraction_len) = i64::try_from(fraction.len()) else {
+        return Some(too_large);
+    };
+    let shift = i64::from(scale) - (fraction_len - exponent);
+    let parse = |digits: &str| -> Option<i128> {
+        digits.bytes().try_fold(0i128, |n, b| {
+            n.checked_mul(10)?.checked_add(i128::from(b - b'0'))
+        })
+    };
+    let (kept, exact) = if shift >= 0 {
+        let factor = u32::try_from(shift)
+            .ok()
+            .and_then(|s| 10i128.checked_pow(s));
+        match factor.and_then(|f| parse(digits)?.checked_mul(f)) {
+            Some(v) => (v, true),
+            None => return Some(too_large),
+        }
+    } else {
+        let drop = usize::try_from(shift.unsigned_abs()).unwrap_or(usize::MAX);
+        let keep = digits.len().saturating_sub(drop);
+        let (kept, dropped) = digits.split_at(keep);
+        match parse(kept) {
+            Some(v) => (v, dropped.bytes().all(|b| b == b'0')),
+            None => return Some(too_large),
+        }
+    };
+    Some(Ok(match (negative, exact) {
+        (false, _) => (kept, exact),
+        (true, true) => (-kept, true),
+        (true, false) => (-kept - 1, false),
+    }))
 }
 
 #[cfg(test)]
@@ -643,16 +658,33 @@ mod tests {
 
     #[test]
     fn decimal_literals_parse_exactly() {
-        assert_eq!(parse_decimal("-1.250"), Some((-1250, 3)));
-        assert_eq!(parse_decimal(".5"), Some((5, 1)));
-        assert_eq!(parse_decimal("7"), Some((7, 0)));
-        assert_eq!(parse_decimal("3e2"), Some((3, -2)));
-        assert_eq!(parse_decimal("1.5e2"), Some((15, -1)));
-        assert_eq!(parse_decimal("-2E-3"), Some((-2, 3)));
-        assert_eq!(parse_decimal("0e400"), Some((0, 0)));
-        assert_eq!(parse_decimal("1e"), None);
-        assert_eq!(parse_decimal("e5"), None);
-        assert_eq!(parse_decimal("."), None);
+        assert_eq!(decimal_at_scale("-1.250", 3), Some(Ok((-1250, true))));
+        assert_eq!(decimal_at_scale("-1.25", 1), Some(Ok((-13, false))));
+        assert_eq!(decimal_at_scale("1.25", 1), Some(Ok((12, false))));
+        assert_eq!(decimal_at_scale(".5", 2), Some(Ok((50, true))));
+        assert_eq!(decimal_at_scale("7", 0), Some(Ok((7, true))));
+        assert_eq!(decimal_at_scale("3e2", 0), Some(Ok((300, true))));
+        assert_eq!(decimal_at_scale("1.5e2", 1), Some(Ok((1500, true))));
+        assert_eq!(decimal_at_scale("-2E-3", 3), Some(Ok((-2, true))));
+        assert_eq!(decimal_at_scale("-2E-3", 2), Some(Ok((-1, false))));
+        assert_eq!(decimal_at_scale("0e400", 2), Some(Ok((0, true))));
+        assert_eq!(decimal_at_scale("1e400", 2), Some(Err(true)));
+        assert_eq!(decimal_at_scale("1e-400", 2), Some(Ok((0, false))));
+        assert_eq!(decimal_at_scale("1e", 0), None);
+        assert_eq!(decimal_at_scale("e5", 0), None);
+        assert_eq!(decimal_at_scale(".", 0), None);
+        // 39 and more digits: beyond i128 as a whole, or rounded down at a small scale.
+        let nines = "9".repeat(39);
+        assert_eq!(decimal_at_scale(&nines, 2), Some(Err(true)));
+        assert_eq!(decimal_at_scale(&format!("-{nines}"), 0), Some(Err(false)));
+        assert_eq!(
+            decimal_at_scale(&format!("0.{nines}"), 2),
+            Some(Ok((99, false)))
+        );
+        assert_eq!(
+            decimal_at_scale(&format!("0000000001.{}", "0".repeat(45)), 2),
+            Some(Ok((100, true)))
+        );
     }
 
     #[test]

@@ -297,6 +297,12 @@ pub async fn rewrite(
     reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
     reader.cancel = Some(options.cancel.clone());
     if options.dry_run || outcome.plan.is_empty() {
+        // A run with nothing to write cleans up after killed runs as one that writes does.
+        if !options.dry_run
+            && let Ok(root) = table.location.to_file_path()
+        {
+            rewrite::leftovers::remove_stale_staging(&root);
+        }
         return Ok(Rewritten {
             table,
             outcome,

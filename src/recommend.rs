@@ -111,7 +111,8 @@ impl RecommendOptions {
     /// Checks the options on their own.
     ///
     /// # Errors
-    /// [`Error::InvalidOption`] naming the setting: no target size or a zero one, a holdout
+    /// [`Error::InvalidOption`] naming the setting: no target size, or one below the floor
+    /// ([`crate::plan::check_target_bytes`]), a holdout
     /// or least gain outside `[0, 1)`, a sample outside `(0, 1]`, a column count outside 1
     /// to 6.
     pub fn validate(&self) -> Result<()> {
@@ -120,6 +121,10 @@ impl RecommendOptions {
                 crate::Setting::TargetSizes,
                 "needs at least one size, each greater than 0",
             ));
+        }
+        let floor = crate::plan::target_floor_bytes()?;
+        for &bytes in &self.target_sizes {
+            crate::plan::check_target_bytes(crate::Setting::TargetSizes, bytes, floor)?;
         }
         if !(0.0..1.0).contains(&self.holdout) {
             return Err(Error::invalid_option(

@@ -17,6 +17,12 @@
 //! rewrite ([`crate::table::ProtocolInfo::check_writable`]), which is what the
 //! `vacuumProtocolCheck` feature asks of a vacuum.
 //!
+//! On a local table, vacuum also deletes the staging files of killed runs (commit staging
+//! `_delta_log/<version>.json#<n>`, upload staging `...parquet#<n>`; see
+//! [`crate::rewrite::leftovers`]) once older than
+//! [`crate::rewrite::leftovers::STAGING_MAX_AGE`], whatever the retention (they are no
+//! version's files), and lists them on a dry run.
+//!
 //! Source: PROTOCOL.md "VACUUM Protocol Check", "Deletion Vectors"; Delta Spark
 //! `VacuumCommand`; delta-rs `operations/vacuum.rs`.
 
@@ -289,6 +295,9 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .filter(|p| !recent.contains(&loose(p)))
         .filter(|p| !live.contains(&loose(p)))
         .filter(|p| !p.split('/').any(|part| is_hidden(part, partition_columns)))
+        // The local store's staging names (`...#<n>`): it cannot even stat them; those of
+        // killed runs are taken below, by their age.
+        .filter(|p| !is_local_staging(p))
         .collect();
     paths.sort();
     paths.dedup();
@@ -318,7 +327,51 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .buffered(DELETE_CONCURRENCY)
         .try_collect()
         .await?;
-    let files: Vec<VacuumedFile> = files.into_iter().flatten().collect();
+    let mut files: Vec<VacuumedFile> = files.into_iter().flatten().collect();
+    // Staging files of killed runs on a local table (commit `_delta_log/<v>.json#<n>`, upload
+    // `...parquet#<n>`): not the table's files, so not under its retention; stale after
+    // STAGING_MAX_AGE, as `optimize` takes them.
+    let staging = match table.location.to_file_path() {
+        Ok(root) => crate::rewrite::leftovers::stale_staging_files(
+            &root,
+            crate::rewrite::leftovers::STAGING_MAX_AGE,
+        )
+        .into_iter()
+        .filter_map(|file| {
+            let path = file
+                .path
+                .strip_prefix(&root)
+                .ok()?
+                .to_str()?
+                .replace('\\', "/");
+            Some((
+                file.path,
+                VacuumedFile {
+                    path,
+                    size_bytes: file.size_bytes,
+                },
+            ))
+        })
+        .collect(),
+        Err(()) => Vec::new(),
+    };
+    if !options.dry_run {
+        for (path, file) in &staging {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(Error::ObjectStore {
+                        path: file.path.clone(),
+                        source: Box::new(deltalake::ObjectStoreError::Generic {
+                            store: "local",
+                            source: Box::new(source),
+                        }),
+                    });
+                }
+            }
+        }
+    }
     if !options.dry_run {
         futures::stream::iter(files.iter())
             .map(|file| {
@@ -339,6 +392,7 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
             .try_collect::<Vec<()>>()
             .await?;
     }
+    files.extend(staging.into_iter().map(|(_, file)| file));
     Ok(VacuumReport {
         table: table.display_location(),
         version: table.version,
@@ -350,9 +404,24 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
     })
 }
 
+/// Whether `path` ends as the local object store names the files it stages (`#<digits>`).
+fn is_local_staging(path: &str) -> bool {
+    path.rsplit_once('#')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_staging_names_are_told_apart() {
+        assert!(is_local_staging("p=1/part-0.parquet#12"));
+        assert!(is_local_staging("_delta_log/00000000000000000001.json#1"));
+        assert!(!is_local_staging("part-#a.parquet"));
+        assert!(!is_local_staging("part-0.parquet#"));
+        assert!(!is_local_staging("part-0.parquet"));
+    }
 
     #[test]
     fn hidden_names_are_skipped_at_every_level() {

@@ -41,6 +41,56 @@ pub const AUTOTUNE_LARGE_TABLE_BYTES: u64 = 10_000_000_000_000;
 /// remainder per bin; see [`output_files`]).
 pub const FILE_SIZE_TOLERANCE: f64 = 0.2;
 
+/// The smallest target file size a rewrite accepts: 1 MiB. A smaller one is almost always a
+/// typo (`--target-size 128` meant as 128 MiB), and a clustering run or cut tree writes files
+/// of about the target whatever the input, so 36,147 rows at a target of 1 byte became 34,090
+/// files. [`TARGET_FLOOR_ENV`] lowers it (the tests lay out tables of a few KiB).
+pub const MIN_TARGET_FILE_BYTES: u64 = 1 << 20;
+/// The environment variable that replaces [`MIN_TARGET_FILE_BYTES`] by a size of its own
+/// (`DELTA_LAYOUT_MIN_TARGET_SIZE=1KiB`; `1` accepts every target): for tests and
+/// demonstrations on tiny tables. `cargo test` sets it (`.cargo/config.toml`).
+pub const TARGET_FLOOR_ENV: &str = "DELTA_LAYOUT_MIN_TARGET_SIZE";
+
+/// The target floor in effect: [`TARGET_FLOOR_ENV`] when set, else [`MIN_TARGET_FILE_BYTES`].
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming the variable when it is set but not a size.
+pub fn target_floor_bytes() -> Result<u64> {
+    match std::env::var(TARGET_FLOOR_ENV) {
+        Ok(text) => crate::size::parse_size(
+            crate::Setting::StorageOption(TARGET_FLOOR_ENV.into()),
+            &text,
+        ),
+        Err(std::env::VarError::NotPresent) => Ok(MIN_TARGET_FILE_BYTES),
+        Err(std::env::VarError::NotUnicode(_)) => Err(Error::invalid_option(
+            crate::Setting::StorageOption(TARGET_FLOOR_ENV.into()),
+            "is not a size",
+        )),
+    }
+}
+
+/// Checks a target file size of `setting` against `floor` ([`target_floor_bytes`]).
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `setting` when `bytes` is 0 or below `floor`.
+pub fn check_target_bytes(setting: crate::Setting, bytes: u64, floor: u64) -> Result<()> {
+    if bytes == 0 {
+        return Err(Error::invalid_option(setting, "must be greater than 0"));
+    }
+    if bytes < floor {
+        return Err(Error::invalid_option(
+            setting,
+            format!(
+                "{} is below the smallest target file size, {} (sizes are bytes unless a \
+                 unit follows: 128MiB, 1GiB; {TARGET_FLOOR_ENV} lowers the floor for tests)",
+                crate::size::exact_size(bytes),
+                crate::size::exact_size(floor),
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// How a stream of output bytes is cut into files: see [`output_files`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputFiles {
@@ -248,7 +298,8 @@ impl PlanOptions {
     /// Checks the options on their own.
     ///
     /// # Errors
-    /// [`Error::InvalidOption`] naming the flag: a zero target size, a ratio outside
+    /// [`Error::InvalidOption`] naming the flag: a target size below the floor
+    /// ([`check_target_bytes`]), a ratio outside
     /// `[0, 1]`; [`Error::Internal`] for an output ratio that is not a positive number.
     pub fn validate(&self) -> Result<()> {
         if let Some(ratio) = self.output_ratio
@@ -258,11 +309,8 @@ impl PlanOptions {
                 "the output ratio {ratio} is not a positive number"
             )));
         }
-        if self.target_file_bytes == Some(0) {
-            return Err(Error::invalid_option(
-                crate::Setting::TargetFileSize,
-                "must be greater than 0",
-            ));
+        if let Some(bytes) = self.target_file_bytes {
+            check_target_bytes(crate::Setting::TargetFileSize, bytes, target_floor_bytes()?)?;
         }
         if !(0.0..=1.0).contains(&self.max_deleted_ratio) {
             return Err(Error::invalid_option(
@@ -644,13 +692,20 @@ pub fn target_file_bytes(table: &TableView, requested: Option<u64>) -> Result<(u
 ///
 /// # Errors
 /// * [`Error::InvalidOption`] from [`PlanOptions::validate`], or for an unusable
-///   `delta.targetFileSize` property.
+///   `delta.targetFileSize` property (one below [`target_floor_bytes`] included).
 /// * [`Error::InvalidPredicate`] when `--where` does not parse or a literal does not fit its
 ///   column; [`Error::UnknownColumn`] when it names a column the table lacks, or a data
 ///   column of a type without min/max stats.
 pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
     options.validate()?;
     let (target_file_bytes, target_source) = target_file_bytes(table, options.target_file_bytes)?;
+    if target_source == TargetSource::TableProperty {
+        check_target_bytes(
+            crate::Setting::TableProperty(PROP_TARGET_FILE_SIZE.into()),
+            target_file_bytes,
+            target_floor_bytes()?,
+        )?;
+    }
     let min_file_bytes = options.min_file_bytes.unwrap_or_else(|| {
         #[expect(
             clippy::cast_possible_truncation,
@@ -1312,6 +1367,23 @@ mod tests {
         let mut purge = bin.clone();
         purge.num_deletion_vectors = 1;
         assert!(!compaction.must_reduce_file_count(&purge));
+    }
+
+    #[test]
+    fn targets_are_checked_against_the_floor() {
+        let floor = MIN_TARGET_FILE_BYTES;
+        assert_eq!(floor, 1_048_576);
+        assert!(check_target_bytes(crate::Setting::TargetFileSize, floor, floor).is_ok());
+        let err = check_target_bytes(crate::Setting::TargetSizes, floor - 1, floor).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid value for the target sizes: 1048575 is below the smallest target file \
+             size, 1MiB (sizes are bytes unless a unit follows: 128MiB, 1GiB; \
+             DELTA_LAYOUT_MIN_TARGET_SIZE lowers the floor for tests)"
+        );
+        let err = check_target_bytes(crate::Setting::TargetFileSize, 0, 1).unwrap_err();
+        assert!(err.to_string().ends_with("must be greater than 0"), "{err}");
+        assert!(check_target_bytes(crate::Setting::TargetFileSize, 1, 1).is_ok());
     }
 
     #[test]

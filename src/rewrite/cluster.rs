@@ -21,7 +21,9 @@
 //! Step 1 keeps the rows it reads while their Arrow memory stays within the budget
 //! (`--memory-limit`). A partition that does not fit is clustered out of core: step 1 only
 //! samples, step 4 reads the files again and appends each row to its range's spill file
-//! (Arrow IPC, in a temporary directory removed on success and failure), and step 5 loads as
+//! (Arrow IPC, in a temporary directory removed on success and failure; more pieces than
+//! 64 are routed in passes, at most 64 files open at once: [`spill::SpillFiles::finish`]),
+//! and step 5 loads as
 //! many ranges at a time as the budget holds (at least one), each range's rows held once and
 //! gathered in sorted order in chunks, as in memory; there the budget also counts each
 //! range writer's buffers (the part of its file not uploaded yet, at most 64 MiB: see
@@ -263,7 +265,7 @@ pub(crate) fn run(
             }
             Ok(())
         })?;
-        let files = spill.finish()?;
+        let files = spill.finish(&|batch| router.route(batch))?;
         progress.phase_finished(scope, Phase::Route);
         let mut ranges: Vec<Vec<spill::SpillFile>> =
             (0..=boundaries.len()).map(|_| Vec::new()).collect();

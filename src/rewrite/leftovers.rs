@@ -4,8 +4,8 @@
 //! | leftover | named | removed by |
 //! |---|---|---|
 //! | spill directory | `delta-layout-spill-<pid>-<random>` in the spill directory | the next clustering run, once process `<pid>` no longer exists |
-//! | commit staging file | `_delta_log/<version>.json#<n>` (the local store writes there, then links) | the next `optimize` of the table, once it is older than [`STAGING_MAX_AGE`] |
-//! | upload staging file (local tables) | `<partition>/part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet#<n>`: a file larger than an upload part, being written (the local store stages it, then renames it into place; see [`super::upload`]) | the next `optimize` of the table, once it is older than [`STAGING_MAX_AGE`] (`vacuum` never sees it: the local store's listing skips these names) |
+//! | commit staging file | `_delta_log/<version>.json#<n>` (the local store writes there, then links) | the next `optimize` of the table (one with nothing to do included) and `vacuum`, once it is older than [`STAGING_MAX_AGE`] |
+//! | upload staging file (local tables) | `<partition>/part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet#<n>`: a file larger than an upload part, being written (the local store stages it, then renames it into place; see [`super::upload`]) | the next `optimize` of the table (one with nothing to do included) and `vacuum`, once it is older than [`STAGING_MAX_AGE`] (Delta's `VACUUM` never sees it: the local store's listing skips these names) |
 //! | unfinished multipart upload (object stores) | an upload id for a data file's name, invisible to listings | the store's own rule: an S3 lifecycle rule with `AbortIncompleteMultipartUpload`; Azure drops uncommitted blocks after 7 days |
 //! | data files | `part-<bin>-<run id>-<writer>-<random>-c<seq>.<codec>.parquet`, referenced by no commit | `VACUUM` (Delta's, delta-rs'), after the table's retention: a file of a run still going cannot be told from one of a dead run by its name alone |
 //!
@@ -66,48 +66,88 @@ pub fn remove_dead_spill_directories(parent: &Path) -> usize {
     removed
 }
 
+/// Whether `name` is a commit staging file: `<20 digits>.json#<n>`.
+fn is_commit_staging(name: &str) -> bool {
+    name.split_once(".json#").is_some_and(|(version, n)| {
+        version.len() == 20
+            && version.bytes().all(|b| b.is_ascii_digit())
+            && !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
 /// Removes commit staging files (`<20 digits>.json#<n>`) older than `max_age` from the
 /// `_delta_log` directory of the local table at `root`. Returns how many were removed.
 pub fn remove_stale_commit_staging(root: &Path, max_age: Duration) -> usize {
-    let Ok(entries) = std::fs::read_dir(root.join("_delta_log")) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let staging = name.split_once(".json#").is_some_and(|(version, n)| {
-            version.len() == 20
-                && version.bytes().all(|b| b.is_ascii_digit())
-                && !n.is_empty()
-                && n.bytes().all(|b| b.is_ascii_digit())
-        });
-        if staging && remove_if_older(&entry, max_age, "commit staging file") {
-            removed += 1;
-        }
-    }
-    removed
+    stale_commit_staging(root, max_age)
+        .iter()
+        .filter(|file| remove(&file.path, "commit staging file"))
+        .count()
 }
 
-/// Removes the file of `entry` when it was last modified `max_age` ago or earlier; a file
-/// that cannot be removed is logged as a leftover `kind` of a dead run. Whether it was
-/// removed.
-fn remove_if_older(entry: &std::fs::DirEntry, max_age: Duration, kind: &str) -> bool {
-    let old = entry
-        .metadata()
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age >= max_age);
-    if !old {
-        return false;
+/// A staging file a dead run left ([`stale_staging_files`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagingFile {
+    /// Its path.
+    pub path: std::path::PathBuf,
+    /// Its size in bytes.
+    pub size_bytes: u64,
+}
+
+/// The commit staging files of the local table at `root` older than `max_age`.
+fn stale_commit_staging(root: &Path, max_age: Duration) -> Vec<StagingFile> {
+    let Ok(entries) = std::fs::read_dir(root.join("_delta_log")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_str().is_some_and(is_commit_staging))
+        .filter_map(|entry| older(&entry, max_age))
+        .collect()
+}
+
+/// The commit and upload staging files of the local table at `root` (see the module docs)
+/// older than `max_age`, sorted by path: what [`remove_stale_staging`] removes, and `vacuum`
+/// lists and removes.
+#[must_use]
+pub fn stale_staging_files(root: &Path, max_age: Duration) -> Vec<StagingFile> {
+    let mut files = stale_commit_staging(root, max_age);
+    files.extend(stale_upload_staging(root, max_age));
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
+}
+
+/// Removes the commit and upload staging files of the local table at `root` older than
+/// [`STAGING_MAX_AGE`]: what every `optimize` that writes or has nothing to write does first.
+/// Returns how many were removed.
+pub fn remove_stale_staging(root: &Path) -> usize {
+    let commits = remove_stale_commit_staging(root, STAGING_MAX_AGE);
+    let uploads = remove_stale_upload_staging(root, STAGING_MAX_AGE);
+    if uploads > 0 {
+        log::info!("removed {uploads} upload staging files of runs that died");
     }
-    match std::fs::remove_file(entry.path()) {
+    commits + uploads
+}
+
+/// `entry` as a staging file when it is a file last modified `max_age` ago or earlier.
+fn older(entry: &std::fs::DirEntry, max_age: Duration) -> Option<StagingFile> {
+    let metadata = entry.metadata().ok()?;
+    let age = metadata.modified().ok()?.elapsed().ok()?;
+    (metadata.is_file() && age >= max_age).then(|| StagingFile {
+        path: entry.path(),
+        size_bytes: metadata.len(),
+    })
+}
+
+/// Removes the leftover `kind` at `path`; one that cannot be removed is logged. Whether it
+/// was removed.
+fn remove(path: &Path, kind: &str) -> bool {
+    match std::fs::remove_file(path) {
         Ok(()) => true,
         Err(e) => {
             log::warn!(
                 "could not remove the {kind} '{}' of a dead run: {e}",
-                entry.path().display()
+                path.display()
             );
             false
         }
@@ -135,7 +175,15 @@ fn is_upload_staging(name: &str) -> bool {
 /// file that old belongs to a dead run: a live upload writes to its file with every part.
 /// Returns how many were removed.
 pub fn remove_stale_upload_staging(root: &Path, max_age: Duration) -> usize {
-    let mut removed = 0;
+    stale_upload_staging(root, max_age)
+        .iter()
+        .filter(|file| remove(&file.path, "upload staging file"))
+        .count()
+}
+
+/// The upload staging files older than `max_age` ([`remove_stale_upload_staging`]).
+fn stale_upload_staging(root: &Path, max_age: Duration) -> Vec<StagingFile> {
+    let mut found = Vec::new();
     let mut directories = vec![root.to_path_buf()];
     while let Some(directory) = directories.pop() {
         let Ok(entries) = std::fs::read_dir(&directory) else {
@@ -155,13 +203,13 @@ pub fn remove_stale_upload_staging(root: &Path, max_age: Duration) -> usize {
             }
             if kind.is_file()
                 && is_upload_staging(name)
-                && remove_if_older(&entry, max_age, "upload staging file")
+                && let Some(file) = older(&entry, max_age)
             {
-                removed += 1;
+                found.push(file);
             }
         }
     }
-    removed
+    found
 }
 
 #[cfg(test)]

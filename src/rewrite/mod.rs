@@ -460,11 +460,7 @@ pub(crate) async fn write_bins(
         }
     }
     if let Ok(root) = table.location.to_file_path() {
-        leftovers::remove_stale_commit_staging(&root, leftovers::STAGING_MAX_AGE);
-        let removed = leftovers::remove_stale_upload_staging(&root, leftovers::STAGING_MAX_AGE);
-        if removed > 0 {
-            log::info!("removed {removed} upload staging files of runs that died");
-        }
+        leftovers::remove_stale_staging(&root);
     }
     let context = RewriteContext {
         read_concurrency: options

@@ -221,7 +221,8 @@ pub struct SweepReport {
 /// build's own events (`progress` is passed to every `optimize`).
 ///
 /// # Errors
-/// [`Error::InvalidOption`] for bad options (`--target-sizes`, `--sample`, `--scratch`);
+/// [`Error::InvalidOption`] for bad options (`--target-sizes`, one below the floor of
+/// [`crate::plan::check_target_bytes`] included, `--sample`, `--scratch`);
 /// everything `optimize` and `report` return for a combination; [`Error::Cancelled`].
 /// The table is never written to, whatever happens.
 pub async fn sweep(
@@ -235,6 +236,10 @@ pub async fn sweep(
             crate::Setting::TargetSizes,
             "needs at least one size, each greater than 0",
         ));
+    }
+    let floor = crate::plan::target_floor_bytes()?;
+    for &bytes in &options.target_sizes {
+        crate::plan::check_target_bytes(crate::Setting::TargetSizes, bytes, floor)?;
     }
     if options.layouts.is_empty() {
         return Err(Error::invalid_option(

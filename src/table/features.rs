@@ -85,7 +85,7 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
 ];
 
 const UNIFORM: &str = "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do; compact with Delta Spark's OPTIMIZE, or turn UniForm off (delta.universalFormat.enabledFormats) and drop the feature";
-const CATALOG: &str = "commits of catalog-managed tables go through their catalog, which this tool does not talk to; run OPTIMIZE through the catalog's engine";
+const CATALOG: &str = "a catalog-managed table is committed to through its catalog, and PROTOCOL.md (Catalog-managed tables) lets no writer commit, OPTIMIZE included, without the catalog's permission; this tool does not talk to catalogs: run OPTIMIZE through the catalog's engine";
 
 /// Features this tool refuses, each with the reason a user can act on. Any feature in
 /// neither list is refused as unknown ([`support`]).
@@ -234,6 +234,16 @@ impl ProtocolInfo {
             out.push(format!("minWriterVersion {}", self.min_writer_version));
         }
         out
+    }
+
+    /// Whether the table is catalog-managed (`catalogManaged` or `catalogOwned-preview`
+    /// among its features): commits go through its catalog.
+    #[must_use]
+    pub fn is_catalog_managed(&self) -> bool {
+        self.reader_features
+            .iter()
+            .chain(&self.writer_features)
+            .any(|f| f == "catalogManaged" || f == "catalogOwned-preview")
     }
 
     /// Checks that the table may be rewritten.

@@ -6,7 +6,9 @@
 //! that is damaged, so the error can name it: a commit that is a directory or holds a line
 //! that is not JSON, a `metaData` whose `schemaString` does not parse, a checkpoint that is
 //! not a readable Parquet file, a `_last_checkpoint` that is not JSON, an `add` whose
-//! partition value is not a value of its column's type.
+//! partition value is not a value of its column's type, a `protocol` listing features at
+//! versions without feature lists. Errors the kernel reports without a file name the newest
+//! commit or checkpoint file being loaded ([`newest_log_file`]).
 //!
 //! Source: PROTOCOL.md "Delta Log Entries", "Checkpoints", "Last Checkpoint File".
 
@@ -53,6 +55,94 @@ pub fn first_damaged_file(root: &Path) -> Option<(String, String)> {
         if let Some(message) = problem {
             return Some((relative, message));
         }
+    }
+    None
+}
+
+/// The version of a log file name (`<20 digits>.json`, `.checkpoint...parquet`, `.crc`).
+fn version_of(name: &str) -> Option<u64> {
+    let (version, _) = name.split_once('.')?;
+    (version.len() == 20)
+        .then(|| version.parse::<u64>().ok())
+        .flatten()
+}
+
+/// The newest commit or checkpoint file of the log at `root/_delta_log` at or below
+/// `version` (the latest when `None`), relative to the table root: the file a load of that
+/// version reads last, named when the Delta kernel reports an error without a file.
+#[must_use]
+pub fn newest_log_file(root: &Path, version: Option<u64>) -> Option<String> {
+    let names = std::fs::read_dir(root.join("_delta_log")).ok()?;
+    names
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| matches!(kind_of(n), Some(Kind::Commit | Kind::Checkpoint)))
+        .filter_map(|n| Some((version_of(&n)?, n)))
+        .filter(|(v, _)| version.is_none_or(|max| *v <= max))
+        // At one version, the checkpoint sorts after the commit: it is what a load reads.
+        .max()
+        .map(|(_, n)| format!("_delta_log/{n}"))
+}
+
+/// The table's `protocol` action as the newest commit at or below `version` that holds one
+/// writes it, with that commit's path relative to the table root; `None` when no commit
+/// newer than the newest checkpoint holds one (the protocol is then in the checkpoint) or
+/// the log cannot be listed. Read before the Delta kernel loads the table, which refuses
+/// some tables (catalog-managed ones) in its own words.
+#[must_use]
+pub fn newest_protocol(
+    root: &Path,
+    version: Option<u64>,
+) -> Option<(String, super::features::ProtocolInfo)> {
+    let log = root.join("_delta_log");
+    let mut names: Vec<(u64, String)> = std::fs::read_dir(&log)
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| matches!(kind_of(n), Some(Kind::Commit | Kind::Checkpoint)))
+        .filter_map(|n| Some((version_of(&n)?, n)))
+        .filter(|(v, _)| version.is_none_or(|max| *v <= max))
+        .collect();
+    if names.len() > MAX_FILES {
+        return None;
+    }
+    names.sort();
+    for (_, name) in names.iter().rev() {
+        if matches!(kind_of(name), Some(Kind::Checkpoint)) {
+            return None;
+        }
+        let text = std::fs::read_to_string(log.join(name)).ok()?;
+        for line in text.lines() {
+            let Ok(action) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if let Some(protocol) = action.get("protocol") {
+                let protocol = super::features::ProtocolInfo::from_protocol(protocol).ok()?;
+                return Some((format!("_delta_log/{name}"), protocol));
+            }
+        }
+    }
+    None
+}
+
+/// What is wrong with a `protocol` action, by PROTOCOL.md "Protocol Evolution": feature
+/// lists belong to reader version 3 and writer version 7 only.
+fn check_protocol(protocol: &serde_json::Value) -> Option<String> {
+    let version = |key: &str| protocol.get(key).and_then(serde_json::Value::as_i64);
+    let listed = |key: &str| protocol.get(key).is_some_and(|v| !v.is_null());
+    let reader = version("minReaderVersion");
+    if listed("readerFeatures") && reader != Some(3) {
+        return Some(format!(
+            "lists readerFeatures at minReaderVersion {}, where they need version 3",
+            reader.map_or_else(|| "(none)".to_string(), |v| v.to_string())
+        ));
+    }
+    let writer = version("minWriterVersion");
+    if listed("writerFeatures") && writer != Some(7) {
+        return Some(format!(
+            "lists writerFeatures at minWriterVersion {}, where they need version 7",
+            writer.map_or_else(|| "(none)".to_string(), |v| v.to_string())
+        ));
     }
     None
 }
@@ -150,6 +240,19 @@ fn check_commit(path: &Path, partitions: &mut Partitions) -> Option<String> {
             Ok(v) => v,
             Err(e) => return Some(format!("line {} is not valid JSON: {e}", i + 1)),
         };
+        if let Some(problem) = action.get("protocol").and_then(check_protocol) {
+            return Some(format!("line {} holds a protocol that {problem}", i + 1));
+        }
+        if let Some(meta) = action.get("metaData")
+            && !meta
+                .get("schemaString")
+                .is_some_and(serde_json::Value::is_string)
+        {
+            return Some(format!(
+                "line {} holds a metaData without a schemaString (the table's schema)",
+                i + 1
+            ));
+        }
         if let Some(schema) = action
             .get("metaData")
             .and_then(|m| m.get("schemaString"))

@@ -249,6 +249,18 @@ impl TableView {
             }
             Ok(builder)
         };
+        // A catalog-managed table is refused in this tool's words (why, and what to do)
+        // before the kernel refuses to load it in its own ("Max catalog version is
+        // required").
+        if let Ok(root) = url.to_file_path()
+            && let Some((_, protocol)) = log_check::newest_protocol(&root, version)
+            && protocol.is_catalog_managed()
+        {
+            return Err(Error::UnsupportedFeatures {
+                table: location.to_string(),
+                features: protocol.unsupported(),
+            });
+        }
         let mut builder = builder_for()?;
         if let Some(v) = version {
             builder = builder.with_version(v);
@@ -280,6 +292,25 @@ impl TableView {
                 }
                 if kind != StoreKind::Local {
                     return Err(remote_load_error(&source, &url, error).await);
+                }
+                // The kernel names no file ("Reader features must not be present when
+                // minimum reader version != 3", "unmasked nulls ... schemaString"): the file
+                // the load read last, and the version.
+                if let deltalake::DeltaTableError::KernelError(kernel) = &error
+                    && let Ok(root) = url.to_file_path()
+                    && let Some(file) = log_check::newest_log_file(&root, version)
+                {
+                    return Err(Error::DamagedLog {
+                        table: location.to_string(),
+                        file,
+                        message: format!(
+                            "is the newest log file of {}, which the Delta kernel cannot load: {kernel}",
+                            version.map_or_else(
+                                || "the latest version".to_string(),
+                                |v| format!("version {v}")
+                            )
+                        ),
+                    });
                 }
                 return Err(not_a_table(error));
             }
@@ -323,9 +354,24 @@ impl TableView {
         if features.iter().any(|f| f == "clustering") {
             let engine = self.log_store.engine(None);
             let root = format!("{}/", self.location.as_str().trim_end_matches('/'));
+            // The domain comes from the version's checksum file when there is one, else
+            // from the commits: name the one read.
+            let file = self
+                .location
+                .to_file_path()
+                .ok()
+                .and_then(|root| {
+                    let crc = format!("_delta_log/{:020}.crc", self.version);
+                    if root.join(&crc).is_file() {
+                        Some(crc)
+                    } else {
+                        log_check::newest_log_file(&root, Some(self.version))
+                    }
+                })
+                .unwrap_or_else(|| format!("_delta_log (version {})", self.version));
             let kernel_error = |e: delta_kernel::Error| Error::DamagedLog {
                 table: self.display_location(),
-                file: "_delta_log".into(),
+                file: file.clone(),
                 message: format!(
                     "holds a delta.clustering domain (the clustering columns) that cannot be read: {e}"
                 ),

@@ -603,3 +603,317 @@ fn every_codec_writes_the_same_rows() {
         &["--compression", "zstd:1 to zstd:22"],
     );
 }
+
+/// Runs `args` with the target floor as an installed binary has it (`None`: the variable
+/// unset, 1 MiB) or lowered to `floor`.
+fn run_with_floor(args: &[&str], floor: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_delta-layout"));
+    command.args(args);
+    match floor {
+        Some(floor) => command.env(delta_layout::plan::TARGET_FLOOR_ENV, floor),
+        None => command.env_remove(delta_layout::plan::TARGET_FLOOR_ENV),
+    };
+    command.output().unwrap()
+}
+
+/// Expects `args` (the table's location replaces `{}`) refused under the 1 MiB floor: exit
+/// code 2, one line naming `flag`, the size given and the floor, the table untouched.
+fn expect_below_floor(fixture: &Fixture, args: &[&str], flag: &str, given: &str) {
+    let listing = fixture.listing();
+    let location = fixture.location();
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "{}" { location.as_str() } else { a })
+        .collect();
+    let output = run_with_floor(&args, None);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+    assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+    for needle in [
+        flag,
+        &format!("{given} is below the smallest target file size, 1MiB"),
+        "DELTA_LAYOUT_MIN_TARGET_SIZE",
+    ] {
+        assert!(message.contains(needle), "'{needle}' not in: {message}");
+    }
+    assert_eq!(fixture.listing(), listing, "{args:?} changed the table");
+}
+
+#[test]
+fn targets_below_one_mib_are_refused() {
+    let fixture = Fixture::copy("http-requests-delta-rs");
+    let curve = ["--zorder", "ClientIP"];
+    // A curve, a cut tree and plain compaction: each writes files of about the target.
+    expect_below_floor(
+        &fixture,
+        &["optimize", "{}", curve[0], curve[1], "--target-size", "1"],
+        "invalid value for --target-size",
+        "1",
+    );
+    let workload = fixture.path.join("../w.workload");
+    std::fs::write(&workload, "ClientIP = 'x'\n").unwrap();
+    let workload = workload.to_str().unwrap();
+    expect_below_floor(
+        &fixture,
+        &[
+            "optimize",
+            "{}",
+            "--workload",
+            workload,
+            "--target-size",
+            "128",
+        ],
+        "invalid value for --target-size",
+        "128",
+    );
+    expect_below_floor(
+        &fixture,
+        &["optimize", "{}", "--target-size", "1023KiB"],
+        "invalid value for --target-size",
+        "1023KiB",
+    );
+    expect_below_floor(
+        &fixture,
+        &["plan", "{}", curve[0], curve[1], "--target-size", "64KiB"],
+        "invalid value for --target-size",
+        "64KiB",
+    );
+    expect_below_floor(
+        &fixture,
+        &[
+            "recommend",
+            "{}",
+            "--workload",
+            workload,
+            "--target-sizes",
+            "64MiB,4KiB",
+        ],
+        "invalid value for --target-sizes",
+        "4KiB",
+    );
+    let scratch = fixture.path.join("../scratch");
+    expect_below_floor(
+        &fixture,
+        &[
+            "sweep",
+            "{}",
+            "--target-sizes",
+            "2KiB",
+            "--scratch",
+            scratch.to_str().unwrap(),
+        ],
+        "invalid value for --target-sizes",
+        "2KiB",
+    );
+    assert!(!scratch.exists());
+    // The floor itself is accepted: plain compaction plans at 1 MiB.
+    let output = run_with_floor(
+        &[
+            "optimize",
+            &fixture.location(),
+            "--target-size",
+            "1MiB",
+            "--dry-run",
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_table_property_below_the_floor_is_refused_by_its_key() {
+    let fixture = Fixture::copy("http-requests-delta-rs");
+    let mut meta = fixture
+        .commit(0)
+        .into_iter()
+        .find_map(|a| a.get("metaData").cloned())
+        .unwrap();
+    meta["configuration"]["delta.targetFileSize"] = serde_json::json!("1024");
+    fixture.write_commit(
+        fixture.next_version(),
+        &[
+            serde_json::json!({"commitInfo": {"operation": "SET TBLPROPERTIES"}}),
+            serde_json::json!({"metaData": meta}),
+        ],
+    );
+    expect_below_floor(
+        &fixture,
+        &["optimize", "{}", "--zorder", "ClientIP"],
+        "delta.targetFileSize",
+        "1KiB",
+    );
+    // `--target-size` overrides the property; the report only reads it.
+    let location = fixture.location();
+    let output = run_with_floor(&["report", &location], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = run_with_floor(
+        &["optimize", &location, "--target-size", "1MiB", "--dry-run"],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn the_floor_variable_lowers_the_floor() {
+    let fixture = Fixture::copy("http-requests-delta-rs");
+    let location = fixture.location();
+    let before = rows(&location);
+    let files_before = fixture.listing().len();
+    // Under a floor of 1 KiB, 512 bytes is still refused, naming the lowered floor.
+    let output = run_with_floor(
+        &[
+            "optimize",
+            &location,
+            "--zorder",
+            "ClientIP",
+            "--target-size",
+            "512",
+        ],
+        Some("1KiB"),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("512 is below the smallest target file size, 1KiB"),
+        "{}",
+        stderr(&output)
+    );
+    // A bad value names the variable.
+    let output = run_with_floor(
+        &["optimize", &location, "--target-size", "4KiB"],
+        Some("tiny"),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("DELTA_LAYOUT_MIN_TARGET_SIZE"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(fixture.listing().len(), files_before);
+    // 4 KiB targets pass it and cluster the table into more, smaller files, same rows.
+    let output = run_with_floor(
+        &[
+            "optimize",
+            &location,
+            "--zorder",
+            "ClientIP",
+            "--target-size",
+            "4KiB",
+            "--json",
+        ],
+        Some("1KiB"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json["plan"]["plan"]["target_file_bytes"], 4096,
+        "{}",
+        json["plan"]
+    );
+    assert!(json["files_added"].as_u64().unwrap() > 1, "{json}");
+    assert_eq!(rows(&location), before);
+}
+
+/// Whether process `pid` catches SIGTERM (`SigCgt` of `/proc/<pid>/status`, bit 15 - 1).
+fn catches_sigterm(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << 14) != 0)
+}
+
+/// Spawns the binary with `args`, waits until it catches SIGTERM, sends one after
+/// `delay_ms` (through `kill`), and returns its output.
+fn sigterm_after_start(args: &[&str], delay_ms: u64) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_delta-layout"))
+        .args(args)
+        .env_remove("MALLOC_ARENA_MAX")
+        // Held open and never written: `--workload -` waits on it.
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Closed only once the process has ended.
+    let stdin = child.stdin.take();
+    let started = std::time::Instant::now();
+    while !catches_sigterm(pid) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "no SIGTERM handler"
+        );
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    // A process that took the signal for a cancel flag nobody reads would wait forever.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("{args:?} still runs a minute after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    output
+}
+
+#[test]
+fn a_sigterm_before_the_work_starts_exits_130() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        return;
+    }
+    // Waiting for its workload on standard input, before any table is read: the signal
+    // ended the process by its default action (no handler was installed yet).
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let listing = fixture.listing();
+    let output = sigterm_after_start(&["optimize", &fixture.location(), "--workload", "-"], 2);
+    assert_eq!(output.status.code(), Some(130), "{:?}", output.status);
+    assert_eq!(stderr(&output), "");
+    assert_eq!(fixture.listing(), listing);
+}
+
+#[test]
+fn a_sigterm_right_after_the_start_exits_130_and_changes_nothing() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        return;
+    }
+    // The handlers are installed first thing in `main` (after the MALLOC_ARENA_MAX re-exec,
+    // which resets them), before the arguments are parsed or the table is read: a SIGTERM
+    // from then on ends the run with 130, also before `optimize` hands over its cancel flag.
+    for delay_ms in [0, 0, 1, 2, 5] {
+        let fixture = Fixture::copy("basic-with-checkpoint");
+        let listing = fixture.listing();
+        let location = fixture.location();
+        let output = sigterm_after_start(
+            &[
+                "optimize",
+                &location,
+                "--hilbert",
+                "id",
+                "--target-size",
+                "1MiB",
+                "--verify",
+                "--no-report",
+            ],
+            delay_ms,
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(130),
+            "after {delay_ms} ms: {:?} {}",
+            output.status,
+            stderr(&output)
+        );
+        assert_eq!(fixture.listing(), listing, "after {delay_ms} ms");
+    }
+}

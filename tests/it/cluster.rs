@@ -887,3 +887,37 @@ fn files_land_near_the_target_size() {
         );
     }
 }
+
+#[test]
+fn a_tiny_memory_limit_spills_through_few_open_files() {
+    // 150 rows at --memory-limit 1KiB: a piece of a few rows each, more pieces than files the
+    // process may open (64), which failed with "Too many open files" while every piece had
+    // its own open file; pieces are now routed in passes of at most 64 files.
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let location = fixture.location();
+    let before = crate::fixture::rows(&location);
+    let spill = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_delta-layout"))
+        .args([
+            "optimize",
+            &location,
+            "--hilbert",
+            "id",
+            "--memory-limit",
+            "1KiB",
+        ])
+        .args(["--target-size", "1MiB", "--json", "--temp-dir"])
+        .arg(spill.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["files_removed"], 30, "{json}");
+    assert_eq!(json["files_added"], 1, "{json}");
+    assert_eq!(crate::fixture::rows(&location), before);
+    assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
+}

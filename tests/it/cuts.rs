@@ -1550,3 +1550,39 @@ fn run_pick(command: &str, location: &str) {
     );
     assert_eq!(rows(location), before, "{command}: rows changed");
 }
+
+#[test]
+fn decimal_literals_of_39_digits_route_rows() {
+    // 10^38 does not fit an i128 at any scale above 0: every decimal(10,2) value lies below
+    // it. Was "internal error ... no row comparison" when the cut tree routed rows.
+    let fixture = Fixture::copy("all-types-nested");
+    let location = fixture.location();
+    let before = crate::fixture::rows(&location);
+    let big = format!("1{}", "0".repeat(38));
+    let workload = fixture.path.join("../big.workload");
+    std::fs::write(
+        &workload,
+        format!("3\tdecimal < {big}\n2\tdecimal > -{big}.5\n1\tdecimal = 0.{big}\n"),
+    )
+    .unwrap();
+    let output = crate::cli::run(&[
+        "optimize",
+        &location,
+        "--workload",
+        workload.to_str().unwrap(),
+        "--target-size",
+        "4KiB",
+        "--json",
+    ]);
+    let stderr = crate::cli::stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(json["files_added"].as_u64().unwrap() > 1, "{json}");
+    assert_eq!(json["rows"], 200);
+    // The workload is scored on the result: the first two keep every file, the third none.
+    let per_query = &json["workload"]["after"]["per_query"];
+    assert_eq!(per_query[0]["rows_scanned"], 200, "{per_query}");
+    assert_eq!(per_query[1]["rows_scanned"], 200, "{per_query}");
+    assert_eq!(per_query[2]["files_scanned"], 0, "{per_query}");
+    assert_eq!(crate::fixture::rows(&location), before);
+}

@@ -1243,6 +1243,254 @@ fn leftover_spill_directories_of_dead_runs_are_removed() {
     );
 }
 
+/// Writes `path` with `bytes`, last modified `age_secs` ago.
+fn aged_file(path: &Path, bytes: &[u8], age_secs: u64) {
+    std::fs::write(path, bytes).unwrap();
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+/// Stale (two hours old) and fresh commit and upload staging files in `root`, as a kill -9
+/// leaves them: (stale paths relative to the root, fresh paths).
+fn staging_files(root: &Path) -> (Vec<String>, Vec<std::path::PathBuf>) {
+    let upload = |n: u32| format!("part-00000-0123456789abcdef-0-{n:04}-c000.zstd.parquet#1");
+    let stale = vec![
+        "_delta_log/00000000000000000099.json#1".to_string(),
+        upload(1),
+    ];
+    for path in &stale {
+        aged_file(&root.join(path), b"{}", 7200);
+    }
+    let fresh = vec![
+        root.join("_delta_log/00000000000000000099.json#2"),
+        root.join(upload(2)),
+    ];
+    for path in &fresh {
+        aged_file(path, b"{}", 0);
+    }
+    (stale, fresh)
+}
+
+#[test]
+fn vacuum_lists_and_removes_stale_staging_files() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let (stale, fresh) = staging_files(&fixture.path);
+    let versions = fixture.log_versions();
+    // A dry run lists the stale ones (the table's retention keeps every data file) and
+    // deletes nothing.
+    let output = cli(&["vacuum", &location, "--dry-run", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed: Vec<&str> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    let mut expected: Vec<&str> = stale.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(listed, expected);
+    assert_eq!(report["bytes"], 4);
+    assert!(stale.iter().all(|p| fixture.path.join(p).exists()));
+    let output = cli(&["vacuum", &location]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with("deleted 2 files (4 B)"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(stale.iter().all(|p| !fixture.path.join(p).exists()));
+    // A staging file younger than an hour may be a live run's: kept.
+    assert!(fresh.iter().all(|p| p.exists()));
+    assert_eq!(fixture.log_versions(), versions);
+}
+
+#[test]
+fn a_run_with_nothing_to_do_removes_stale_staging_files() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let first = cli(&[
+        "optimize",
+        &location,
+        "--target-size",
+        "1MiB",
+        "--no-report",
+    ]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let versions = fixture.log_versions();
+    let before = rows(&location);
+    let (stale, fresh) = staging_files(&fixture.path);
+    // A dry run leaves them.
+    let dry = cli(&["optimize", &location, "--target-size", "1MiB", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    assert!(stale.iter().all(|p| fixture.path.join(p).exists()));
+    let output = cli(&["optimize", &location, "--target-size", "1MiB", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["files_added"], 0, "{json}");
+    assert_eq!(fixture.log_versions(), versions, "nothing committed");
+    assert!(stale.iter().all(|p| !fixture.path.join(p).exists()));
+    assert!(fresh.iter().all(|p| p.exists()));
+    assert_eq!(rows(&location), before);
+}
+
+/// A table whose log is `commits` (each a list of actions, version 0 first), written by hand
+/// in `dir/name`; its location.
+fn hand_written_log(dir: &Path, name: &str, commits: &[Vec<Value>]) -> String {
+    let log = dir.join(name).join("_delta_log");
+    std::fs::create_dir_all(&log).unwrap();
+    for (version, actions) in commits.iter().enumerate() {
+        let lines: Vec<String> = actions.iter().map(Value::to_string).collect();
+        std::fs::write(log.join(format!("{version:020}.json")), lines.join("\n")).unwrap();
+    }
+    dir.join(name).display().to_string()
+}
+
+fn long_column_metadata() -> Value {
+    json!({"metaData": {
+        "id": "7", "format": {"provider": "parquet", "options": {}},
+        "schemaString": json!({"type": "struct", "fields": [
+            {"name": "x", "type": "long", "nullable": true, "metadata": {}}
+        ]}).to_string(),
+        "partitionColumns": [], "configuration": {}, "createdTime": 1
+    }})
+}
+
+/// Runs `command` on `location` for every command given and expects exit code 2, one line
+/// holding every needle, and the table's files unchanged.
+fn expect_refused(location: &str, commands: &[&str], needles: &[&str]) {
+    let listing = |root: &str| {
+        let mut names: Vec<String> = std::fs::read_dir(Path::new(root).join("_delta_log"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(location);
+    for command in commands {
+        let output = cli(&[command, location]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{command}: {message}");
+        assert_eq!(message.trim().lines().count(), 1, "{message}");
+        for needle in needles {
+            assert!(
+                message.contains(needle),
+                "{command}: '{needle}' not in {message}"
+            );
+        }
+        assert!(!message.contains("internal error"), "{message}");
+        assert_eq!(listing(location), before);
+    }
+}
+
+#[test]
+fn kernel_errors_name_the_table_and_the_log_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = long_column_metadata();
+    // Reader features at reader version 2: the kernel's "Reader features must not be
+    // present when minimum reader version != 3", with neither table nor file.
+    let features_at_2 = hand_written_log(
+        dir.path(),
+        "features-at-2",
+        &[vec![
+            json!({"protocol": {"minReaderVersion": 2, "minWriterVersion": 5,
+                "readerFeatures": ["columnMapping"], "writerFeatures": ["columnMapping"]}}),
+            meta.clone(),
+        ]],
+    );
+    expect_refused(
+        &features_at_2,
+        &["inspect", "optimize", "report"],
+        &[
+            &format!("table '{features_at_2}'"),
+            "log file '_delta_log/00000000000000000000.json' line 1 holds a protocol that lists readerFeatures at minReaderVersion 2, where they need version 3",
+        ],
+    );
+    // A metaData without its schemaString: the kernel's "unmasked nulls ... schemaString".
+    let mut no_schema = meta.clone();
+    no_schema["metaData"]
+        .as_object_mut()
+        .unwrap()
+        .remove("schemaString");
+    let protocol = json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}});
+    let without_schema = hand_written_log(
+        dir.path(),
+        "no-schema",
+        &[vec![protocol.clone(), meta.clone()], vec![no_schema]],
+    );
+    expect_refused(
+        &without_schema,
+        &["inspect", "optimize"],
+        &[
+            &format!("table '{without_schema}'"),
+            "log file '_delta_log/00000000000000000001.json' line 1 holds a metaData without a schemaString",
+        ],
+    );
+    // What only the kernel finds wrong (reader version 3 without its feature list) names the
+    // newest log file of the version loaded, and the kernel's words.
+    let kernel_only = hand_written_log(
+        dir.path(),
+        "kernel-only",
+        &[
+            vec![protocol, meta.clone()],
+            vec![json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7}})],
+        ],
+    );
+    expect_refused(
+        &kernel_only,
+        &["inspect", "optimize"],
+        &[
+            &format!("table '{kernel_only}'"),
+            "log file '_delta_log/00000000000000000001.json' is the newest log file of the latest version",
+            "Reader features must be present when minimum reader version = 3",
+        ],
+    );
+}
+
+#[test]
+fn catalog_managed_tables_are_refused_before_the_kernel_loads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for feature in ["catalogManaged", "catalogOwned-preview"] {
+        let location = hand_written_log(
+            dir.path(),
+            feature,
+            &[
+                vec![
+                    json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+                    long_column_metadata(),
+                ],
+                vec![
+                    json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                    "readerFeatures": [feature],
+                    "writerFeatures": [feature, "inCommitTimestamp"]}}),
+                ],
+            ],
+        );
+        // The tool's refusal, citing the protocol's rule, and never the kernel's "Max
+        // catalog version is required".
+        expect_refused(
+            &location,
+            &["optimize", "inspect", "vacuum"],
+            &[
+                &format!(
+                    "table '{location}' uses table features that delta-layout does not support: {feature} ("
+                ),
+                "PROTOCOL.md (Catalog-managed tables) lets no writer commit, OPTIMIZE included, without the catalog's permission",
+                "the table was not changed",
+            ],
+        );
+        let output = cli(&["optimize", &location]);
+        assert!(!stderr(&output).contains("Max catalog version"));
+    }
+}
+
 // ---- found by a hostile review ------------------------------------------------------------
 
 #[test]

@@ -1671,3 +1671,72 @@ fn forged_result_stats_are_refused_by_the_footers_statistics() {
     ok(&["commit", plan_str, good.to_str().unwrap()]);
     assert_eq!(rows(&location), before);
 }
+
+#[test]
+fn every_command_that_reports_on_stderr_takes_quiet() {
+    let fixture = Fixture::copy("delta-rs-small-appends");
+    let location = fixture.location();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan.json");
+    let out = out.to_str().unwrap();
+    // `plan --out` writes a summary on stderr, unless -q or --quiet; the order is the same.
+    let loud = Command::new(BIN)
+        .args(["plan", &location, "--target-size", "4KiB", "--out", out])
+        .output()
+        .unwrap();
+    assert_eq!(loud.status.code(), Some(0));
+    assert!(!loud.stderr.is_empty());
+    let first: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    for flag in ["-q", "--quiet"] {
+        let quiet = Command::new(BIN)
+            .args([
+                "plan",
+                &location,
+                "--target-size",
+                "4KiB",
+                "--out",
+                out,
+                flag,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(quiet.status.code(), Some(0), "{flag}");
+        assert_eq!(String::from_utf8_lossy(&quiet.stderr), "", "{flag}");
+        let again: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+        assert_eq!(again["plan"]["partitions"], first["plan"]["partitions"]);
+    }
+    // The commands with a progress bar or a summary all take -q (a parse error is exit 2).
+    let result = dir.path().join("result.json");
+    let result = result.to_str().unwrap();
+    let scratch = dir.path().join("scratch");
+    for args in [
+        vec!["execute", out, "--all-bins", "--out", result, "-q"],
+        vec!["optimize", &location, "--dry-run", "-q"],
+        vec![
+            "verify",
+            &location,
+            "--version",
+            "0",
+            "--compare",
+            "0",
+            "-q",
+        ],
+        vec![
+            "sweep",
+            &location,
+            "--target-sizes",
+            "4KiB",
+            "--scratch",
+            scratch.to_str().unwrap(),
+            "-q",
+        ],
+    ] {
+        let output = Command::new(BIN).args(&args).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

@@ -563,6 +563,9 @@ pub struct PlanArgs {
     /// output (without `--out`).
     #[arg(long, value_name = "FILES", help_heading = "Output", default_value_t = delta_layout::workorder::shard::DEFAULT_FILES_PER_SHARD)]
     pub shard_files: usize,
+    /// No summary on standard error (with `--out`); as `optimize` and `execute` take it.
+    #[arg(long, short, help_heading = "Output")]
+    pub quiet: bool,
 }
 
 /// `execute` arguments.

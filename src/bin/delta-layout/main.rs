@@ -82,7 +82,20 @@ pub fn run_cli(
 ) -> ExitCode {
     log::set_logger(&progress::LOGGER).ok();
     log::set_max_level(log::LevelFilter::Warn);
-    match run(args, stdout, stderr, signals) {
+    // The runtime, and with it the signal handlers, first of all: a SIGTERM that comes
+    // while the arguments are parsed or the table loaded must end the run with 130 too.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = writeln!(stderr, "delta-layout: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let signals = signals.then(|| handle_signals(&runtime));
+    match run(runtime, args, stdout, stderr, signals) {
         Ok(code) => code,
         Err(err) => {
             if is_broken_pipe(&err) {
@@ -129,34 +142,70 @@ fn one_line(err: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
-/// Sets `flag` on the first Ctrl-C or SIGTERM; a second one ends the process at once.
-fn cancel_on_signal(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) {
-    runtime.spawn(async move {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let Ok(mut term) = signal(SignalKind::terminate()) else {
-                return;
-            };
+/// Where the first Ctrl-C or SIGTERM goes: nowhere until a command that can cancel its
+/// work hands over its flag ([`cancel_on_signal`]), and the process then exits with 130 at
+/// once (nothing was written yet, or the command only reads); after that, the flag.
+type SignalTarget = Arc<std::sync::Mutex<Option<Arc<AtomicBool>>>>;
+
+/// Installs the Ctrl-C and SIGTERM handlers now (registered on this thread before it
+/// returns, so no signal after this call ends the process by its default action) and
+/// spawns the task that acts on them: exit 130 at once before a command hands over its
+/// cancel flag, else set the flag; a second signal ends the process at once (130).
+fn handle_signals(runtime: &tokio::runtime::Runtime) -> SignalTarget {
+    let target = SignalTarget::default();
+    let _entered = runtime.enter();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut interrupt)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return target;
+        };
+        let target = target.clone();
+        runtime.spawn(async move {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                _ = interrupt.recv() => {}
                 _ = term.recv() => {}
             }
+            let flag = target.lock().ok().and_then(|t| t.clone());
+            let Some(flag) = flag else {
+                std::process::exit(130);
+            };
             flag.store(true, Ordering::SeqCst);
             log::warn!("cancelling: deleting the files written so far (again to stop at once)");
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                _ = interrupt.recv() => {}
                 _ = term.recv() => {}
             }
             std::process::exit(130);
-        }
-        #[cfg(not(unix))]
-        {
+        });
+    }
+    #[cfg(not(unix))]
+    {
+        let target = target.clone();
+        runtime.spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
+                let flag = target.lock().ok().and_then(|t| t.clone());
+                let Some(flag) = flag else {
+                    std::process::exit(130);
+                };
                 flag.store(true, Ordering::SeqCst);
             }
-        }
-    });
+        });
+    }
+    target
+}
+
+/// Hands `flag` to the signal handlers ([`handle_signals`]), when this process has them:
+/// from now on Ctrl-C and SIGTERM cancel the run through it. Call before the work starts.
+fn cancel_on_signal(context: &Context, flag: Arc<AtomicBool>) {
+    if let Some(target) = &context.signals
+        && let Ok(mut target) = target.lock()
+    {
+        *target = Some(flag);
+    }
 }
 
 /// A version error of a second table load names the flag that chose that version.
@@ -251,10 +300,11 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
 }
 
 fn run(
+    runtime: tokio::runtime::Runtime,
     args: impl IntoIterator<Item = std::ffi::OsString>,
     stdout: &mut dyn std::io::Write,
     stderr: &mut dyn std::io::Write,
-    signals: bool,
+    signals: Option<SignalTarget>,
 ) -> anyhow::Result<ExitCode> {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -288,9 +338,6 @@ fn run(
         delta_layout::table::StorageOptions::parse(cli.storage_options.iter().map(String::as_str))?;
     // Messages of dependencies may quote a signed URL or a credential: printed redacted.
     progress::set_storage_options(storage.clone());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     let context = Context {
         runtime,
         storage,
@@ -322,9 +369,7 @@ fn run_recommend(context: &Context, args: args::RecommendArgs) -> anyhow::Result
     let mut options = config::recommend_options(&args)?;
     let workload = config::read_workload(&args.workload)?;
     let cancel = Arc::new(AtomicBool::new(false));
-    if context.signals {
-        cancel_on_signal(runtime, cancel.clone());
-    }
+    cancel_on_signal(context, cancel.clone());
     options.cancel = cancel;
     let recommendation = runtime.block_on(delta_layout::recommend::recommend(
         at(&args.table),
@@ -418,14 +463,14 @@ fn run_extract(context: &Context, args: args::ExtractArgs) -> anyhow::Result<Exi
 }
 
 /// What every command needs: the async runtime, the storage options of `--storage-option`,
-/// where its output goes, and whether it handles Ctrl-C and SIGTERM (not inside a host
-/// process such as Python's, whose signals are its own).
+/// where its output goes, and where Ctrl-C and SIGTERM go (`None` inside a host process
+/// such as Python's, whose signals are its own).
 struct Context<'a> {
     runtime: tokio::runtime::Runtime,
     storage: delta_layout::table::StorageOptions,
     stdout: std::cell::RefCell<&'a mut dyn std::io::Write>,
     stderr: std::cell::RefCell<&'a mut dyn std::io::Write>,
-    signals: bool,
+    signals: Option<SignalTarget>,
 }
 
 impl Context<'_> {
@@ -461,9 +506,7 @@ fn run_execute(context: &Context, args: args::ExecuteArgs) -> anyhow::Result<Exi
     let mut out = context.stdout.borrow_mut();
     let mut stdout: &mut dyn std::io::Write = &mut **out;
     let cancel = Arc::new(AtomicBool::new(false));
-    if context.signals {
-        cancel_on_signal(runtime, cancel.clone());
-    }
+    cancel_on_signal(context, cancel.clone());
     workorders::execute(runtime, &mut stdout, storage.clone(), &args, cancel)?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -663,9 +706,7 @@ fn run_sweep(context: &Context, args: args::SweepArgs) -> anyhow::Result<ExitCod
     }
     drop(table);
     let cancel = Arc::new(AtomicBool::new(false));
-    if context.signals {
-        cancel_on_signal(runtime, cancel.clone());
-    }
+    cancel_on_signal(context, cancel.clone());
     options.cancel = cancel;
     if !args.quiet && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         log::set_max_level(log::LevelFilter::Info);
@@ -753,10 +794,9 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
     let location = args.table.clone();
     let workload_path = args.planning.workload.clone();
     let cancel = Arc::new(AtomicBool::new(false));
-    if context.signals {
-        cancel_on_signal(runtime, cancel.clone());
-    }
+    // Until here (the workload may be read from standard input), a signal exits at once.
     let options = config::optimize_options(args)?.with_cancel(cancel.clone());
+    cancel_on_signal(context, cancel.clone());
     // Columns of the report are checked before anything is written: a typo must not
     // follow a committed rewrite with only a warning.
     if let Some(columns) = &report_columns {

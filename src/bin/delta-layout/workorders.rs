@@ -13,7 +13,8 @@ use delta_layout::workorder::{self, CommitOptions, ResultDocument};
 use super::args::{CommitArgs, ExecuteArgs, PlanArgs};
 use super::{config, progress, render};
 
-/// `plan`: the work order to `--out` (with a summary on `stderr`) or `stdout`.
+/// `plan`: the work order to `--out` (with a summary on `stderr`, unless `--quiet`) or
+/// `stdout`.
 pub fn plan(
     runtime: &tokio::runtime::Runtime,
     stdout: &mut impl Write,
@@ -39,7 +40,9 @@ pub fn plan(
                 &storage,
                 args.shard_files,
             ))?;
-            render::work_order(stderr, &written, order.files.len())?;
+            if !args.quiet {
+                render::work_order(stderr, &written, order.files.len())?;
+            }
         }
         // One document: shards need a place beside the head.
         None => writeln!(stdout, "{}", order.to_json()?)?,
