@@ -115,6 +115,13 @@ impl ColumnRef {
                     ),
                 });
             }
+            if let Some(message) = crate::table::schema::void_column_message(&table.schema, path) {
+                return Err(Error::UnknownColumn {
+                    column: wanted,
+                    setting: None,
+                    message,
+                });
+            }
             let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
             return Err(Error::UnknownColumn {
                 column: wanted,

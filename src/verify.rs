@@ -415,6 +415,16 @@ impl RowEncoder {
                     .find(|(c, _)| c.eq_ignore_ascii_case(&wanted))
             });
             let Some(column) = found else {
+                if let Some(message) = crate::table::schema::void_column_message(
+                    &table.schema,
+                    std::slice::from_ref(&wanted),
+                ) {
+                    return Err(Error::UnknownColumn {
+                        column: name.clone(),
+                        setting: Some(crate::Setting::UniqueColumns),
+                        message,
+                    });
+                }
                 let known: Vec<String> = self
                     .columns
                     .iter()

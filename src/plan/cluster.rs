@@ -437,6 +437,11 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
                         "is a struct, which has no order (name one of its fields as {name}.field)"
                     )));
                 }
+                if let Some(message) =
+                    crate::table::schema::void_column_message(&table.schema, path)
+                {
+                    return Err(unknown(message));
+                }
                 let known: Vec<String> = leaves.iter().map(LeafColumn::display_name).collect();
                 return Err(unknown(format!(
                     "does not exist in the table (columns: {})",

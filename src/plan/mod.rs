@@ -1144,7 +1144,9 @@ fn partition_predicate(table: &TableView, text: &str) -> Result<Predicate> {
         Err(Error::UnknownColumn {
             column: name,
             setting: Some(crate::Setting::PartitionPredicate),
-            message: if is_data_column {
+            message: if is_data_column
+                || crate::table::schema::void_column_message(&table.schema, column).is_some()
+            {
                 format!(
                     "is not a partition column ({known}); the partition predicate selects partitions, not rows"
                 )

@@ -275,6 +275,12 @@ pub async fn sweep(
                     message: format!("('{}') {message}", layout.name()),
                 };
                 if !known.iter().any(|k| k.eq_ignore_ascii_case(column)) {
+                    if let Some(message) = crate::column::parse_path(column)
+                        .ok()
+                        .and_then(|p| crate::table::schema::void_column_message(&table.schema, &p))
+                    {
+                        return Err(refused(message));
+                    }
                     return Err(refused(format!(
                         "does not exist in table '{}' (columns: {})",
                         table.display_location(),

@@ -119,6 +119,25 @@ pub fn is_void(data_type: &DataType) -> bool {
     *data_type == DataType::Primitive(PrimitiveType::Void)
 }
 
+/// The message for a column path that names a `void` column of `schema` (matched as Delta
+/// matches names, case-insensitively), to say instead of "does not exist": the column is in
+/// the schema but holds no value. `None` when `path` names no void column.
+#[must_use]
+pub fn void_column_message(schema: &StructType, path: &[String]) -> Option<String> {
+    let (first, rest) = path.split_first()?;
+    let field = schema
+        .fields()
+        .find(|f| f.name().eq_ignore_ascii_case(first))?;
+    match field.data_type() {
+        DataType::Struct(inner) if !rest.is_empty() => void_column_message(inner, rest),
+        data_type if rest.is_empty() && is_void(data_type) => Some(
+            "is of type void (every row is null, and no data file holds it), so it has no values to order, skip or select on"
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
 /// The first `void` column of `schema` that no data file can carry, as its dotted logical path
 /// with the reason: one inside an array or map (Delta writers drop void fields only through
 /// structs, as delta-kernel's `void_utils` does), or a struct with no field that is not void (it

@@ -317,8 +317,20 @@ fn void_columns_are_carried_as_delta_writers_carry_them() {
         let inspect: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(inspect["unsupported_features"], json!([]));
     }
-    // A void inside an array: refused by name, the table untouched.
+    // A void column cannot order, skip or select: said as such, the table untouched.
     let fixture = Fixture::copy("void-spark");
+    let predicates = fixture.path.join("void-predicates.txt");
+    std::fs::write(&predicates, "x = 1\n").unwrap();
+    for args in [
+        &["optimize", "{}", "--zorder", "id,x", "--target-size", "1GiB"][..],
+        &["optimize", "{}", "--hilbert", "s.n,id", "--target-size", "1GiB"][..],
+        &["report", "{}", "--columns", "x"][..],
+        &["report", "{}", "--predicates", predicates.to_str().unwrap()][..],
+        &["verify", "{}", "--compare", "0", "--unique", "x"][..],
+    ] {
+        expect_error(&fixture, args, &["void", "no values"]);
+    }
+    // A void inside an array: refused by name, the table untouched.
     let commit = fixture.commit(0);
     let mut meta = commit
         .iter()
