@@ -57,3 +57,39 @@ print(f"| {target} | {name} | {wall:.1f} | {cpu:.1f} | {rss:.0f} | {over} | {out
 PY
   done
 done
+
+# A wide schema (issue 43): 400 columns, 200,000 rows in 20 files (about 700 MB in Arrow),
+# Hilbert on 2 columns at a 128 MiB target under a quarter of the limit, three runs (the peak
+# varies from run to run with thread timing). Needs a Python with pyarrow, numpy and deltalake:
+# WIDE_PYTHON=path/to/python (skipped when unset).
+if [ -n "${WIDE_PYTHON:-}" ]; then
+  wide_limit_mib=$(( limit_mib / 2 ))
+  "$WIDE_PYTHON" scripts/make-wide-table.py "$work/wide" 200000 20
+  wide_rows=$("$rel/delta-layout" inspect "$work/wide" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["rows"])')
+  echo
+  echo "Wide table: 400 columns, $wide_rows rows, 20 files; limit ${wide_limit_mib}MiB"
+  echo
+  echo "| run | wall s | peak RSS MiB | over the limit MiB | spilled bins | rows after |"
+  echo "|---|---|---|---|---|---|"
+  for n in 1 2 3; do
+    rm -rf "$work/t" && cp -r "$work/wide" "$work/t"
+    /usr/bin/time -v "$rel/delta-layout" optimize "$work/t" --target-size 128MiB \
+      --memory-limit "${wide_limit_mib}MiB" --hilbert c0,c1 --no-report --json --quiet \
+      > "$work/out.json" 2> "$work/time.txt"
+    python3 - "$work/out.json" "$work/time.txt" "$n" "$wide_limit_mib" "$wide_rows" <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+wall = rss = 0.0
+for line in open(sys.argv[2]):
+    line = line.strip()
+    if line.startswith("Elapsed (wall clock)"):
+        for part in line.rsplit(" ", 1)[1].split(":"):
+            wall = wall * 60 + float(part)
+    elif line.startswith("Maximum resident set size"):
+        rss = int(line.rsplit(" ", 1)[1]) / 1024
+n, limit_mib, rows = sys.argv[3:6]
+assert out["rows"] == int(rows), (out["rows"], rows)
+print(f"| hilbert 2, run {n} | {wall:.1f} | {rss:.0f} | {rss - int(limit_mib):+.0f} | {out['bins_spilled']} of {out['bins']} | {out['rows']} |")
+PY
+  done
+fi

@@ -93,7 +93,10 @@ pub(crate) fn run(
     // With a cut tree, each kept batch's leaves (routed once, while sampling).
     let mut batch_leaves: Vec<Option<Vec<u32>>> = Vec::new();
     let mut arrow_bytes = 0u64;
-    let mut in_memory = true;
+    // A bin whose Parquet bytes alone pass half the budget decodes to more than that (Arrow
+    // is nearly always the larger): it is clustered out of core from the start, without
+    // buffering half the budget of rows first.
+    let mut in_memory = bin.input_bytes.saturating_mul(2) <= context.memory_limit_bytes;
     let mut rows = 0u64;
     let advance_read = |bytes: u64| progress.phase_advanced(scope, Phase::Read, bytes);
     for_each_file_in_order(table, bin, context, &advance_read, &mut |file_batches| {
@@ -1055,10 +1058,43 @@ fn roundest(lo: u64, hi: u64) -> u64 {
     (hi >> p) << p
 }
 
-/// Reads the bin's files in parallel, a pool's worth at a time, and hands each file's live
-/// rows to `each` in file order (so sampling and routing see the same order as a sequential
-/// read, whatever the thread count). `advance` receives each file's size once `each` has
-/// taken its rows.
+/// Share of the memory budget that the files read at once may take, in their Parquet bytes:
+/// a chunk of files is at most `memory_limit / READ_SHARE` of them (or one larger file), and
+/// two chunks are held at once (the one being taken and the next, being read), each as its
+/// fetched bytes and its decoded rows.
+const READ_SHARE: u64 = 8;
+
+/// The bin's files in the chunks [`for_each_file_in_order`] reads at once: at most `threads`
+/// files and `chunk_bytes` of them (one file at least).
+fn read_chunks<'a>(
+    table: &TableView,
+    files: &'a [usize],
+    threads: usize,
+    chunk_bytes: u64,
+) -> Vec<&'a [usize]> {
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    while start < files.len() {
+        let mut end = start + 1;
+        let mut bytes = table.files[files[start]].size_bytes;
+        while end < files.len()
+            && end - start < threads.max(1)
+            && bytes.saturating_add(table.files[files[end]].size_bytes) <= chunk_bytes
+        {
+            bytes += table.files[files[end]].size_bytes;
+            end += 1;
+        }
+        chunks.push(&files[start..end]);
+        start = end;
+    }
+    chunks
+}
+
+/// Reads the bin's files in parallel, a chunk at a time (a pool's worth of files, fewer when
+/// their bytes would take more than `memory_limit / READ_SHARE`: wide or large files under a
+/// small `--memory-limit`), and hands each file's live rows to `each` in file order (so
+/// sampling and routing see the same order as a sequential read, whatever the thread count).
+/// `advance` receives each file's size once `each` has taken its rows.
 fn for_each_file_in_order(
     table: &TableView,
     bin: &Bin,
@@ -1072,32 +1108,52 @@ fn for_each_file_in_order(
             .map(|&i| context.reader.read(&table.files[i]))
             .collect()
     };
-    let chunks: Vec<&[usize]> = bin
-        .files
-        .chunks(rayon::current_num_threads().max(1))
-        .collect();
+    let chunks = read_chunks(
+        table,
+        &bin.files,
+        rayon::current_num_threads(),
+        context.memory_limit_bytes / READ_SHARE,
+    );
     let Some(first) = chunks.first() else {
         return Ok(());
     };
-    // The next chunk is read while `each` takes the current one.
+    // The next chunk is read while `each` takes the current one, unless either is a file
+    // larger than the chunk budget alone (then one is held at a time).
+    let chunk_bytes = context.memory_limit_bytes / READ_SHARE;
+    let fits = |indices: &[usize]| {
+        indices
+            .iter()
+            .map(|&i| table.files[i].size_bytes)
+            .sum::<u64>()
+            <= chunk_bytes
+    };
     let mut current = read(first);
     for (n, indices) in chunks.iter().enumerate() {
         if context.cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }
         let taken = std::mem::take(&mut current);
-        let (next, handled) = rayon::join(
-            || chunks.get(n + 1).map(|next| read(next)),
-            || -> Result<()> {
-                for (&index, batches) in indices.iter().zip(taken) {
-                    each(batches?)?;
-                    advance(table.files[index].size_bytes);
-                }
-                Ok(())
-            },
-        );
-        handled?;
-        current = next.unwrap_or_default();
+        let take = |taken: Vec<Result<Vec<RecordBatch>>>,
+                    each: &mut (dyn FnMut(Vec<RecordBatch>) -> Result<()> + Send)|
+         -> Result<()> {
+            for (&index, batches) in indices.iter().zip(taken) {
+                each(batches?)?;
+                advance(table.files[index].size_bytes);
+            }
+            Ok(())
+        };
+        let next_chunk = chunks.get(n + 1);
+        if next_chunk.is_some_and(|next| fits(next) && fits(indices)) {
+            let (next, handled) = rayon::join(
+                || next_chunk.map(|next| read(next)),
+                || take(taken, &mut *each),
+            );
+            handled?;
+            current = next.unwrap_or_default();
+        } else {
+            take(taken, &mut *each)?;
+            current = next_chunk.map(|next| read(next)).unwrap_or_default();
+        }
     }
     Ok(())
 }
