@@ -322,8 +322,22 @@ fn void_columns_are_carried_as_delta_writers_carry_them() {
     let predicates = fixture.path.join("void-predicates.txt");
     std::fs::write(&predicates, "x = 1\n").unwrap();
     for args in [
-        &["optimize", "{}", "--zorder", "id,x", "--target-size", "1GiB"][..],
-        &["optimize", "{}", "--hilbert", "s.n,id", "--target-size", "1GiB"][..],
+        &[
+            "optimize",
+            "{}",
+            "--zorder",
+            "id,x",
+            "--target-size",
+            "1GiB",
+        ][..],
+        &[
+            "optimize",
+            "{}",
+            "--hilbert",
+            "s.n,id",
+            "--target-size",
+            "1GiB",
+        ][..],
         &["report", "{}", "--columns", "x"][..],
         &["report", "{}", "--predicates", predicates.to_str().unwrap()][..],
         &["verify", "{}", "--compare", "0", "--unique", "x"][..],

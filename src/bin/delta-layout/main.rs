@@ -36,8 +36,23 @@ fn main() -> ExitCode {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MALLOC_ARENA_MAX: &str = "MALLOC_ARENA_MAX";
 
+/// The environment variable that fixes glibc's mmap threshold (`mallopt(3)`,
+/// `M_MMAP_THRESHOLD`), and the value set when the command line gives `--memory-limit`:
+/// allocations of 128 KiB and more (Arrow buffers, decoded pages, encoder buffers) are mapped
+/// on their own and returned to the system when freed. glibc's default threshold grows after
+/// each large free up to 32 MiB, after which such buffers come from the heap and what they
+/// free stays resident: on a 400-column table under `--memory-limit 256MiB`, Hilbert peaked at
+/// 316-602 MiB with the default and at 290-375 MiB with this (BENCHMARKS.md, issue 43). The
+/// mappings' page faults cost time: Z-order on TPC-H SF1 under `--memory-limit 512MiB` took
+/// 1.11x as long (and peaked 54 MiB lower), the default in-memory Hilbert run 1.23x, so the
+/// threshold is set only when a limit is asked for.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MALLOC_MMAP_THRESHOLD: (&str, &str) = ("MALLOC_MMAP_THRESHOLD_", "131072");
+
 /// Runs this binary again in its own process (`execve`, same process id and arguments) with
-/// `MALLOC_ARENA_MAX` set to the number of cores, unless the environment already sets it.
+/// `MALLOC_ARENA_MAX` set to the number of cores and, when the arguments give
+/// `--memory-limit`, the mmap threshold fixed ([`MALLOC_MMAP_THRESHOLD`], unless the
+/// environment sets it), unless the environment already sets `MALLOC_ARENA_MAX`.
 ///
 /// glibc's malloc gives threads that contend arenas of their own, up to 8 per core, and keeps
 /// what a thread freed in its arena for that arena's later use; memory freed by one stage's
@@ -64,11 +79,18 @@ fn bound_malloc_arenas() {
     if let Some(arg0) = args.next() {
         command.arg0(arg0);
     }
+    let args: Vec<std::ffi::OsString> = args.collect();
+    let memory_limit = args.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == "--memory-limit" || a.starts_with("--memory-limit=")
+    });
+    command.args(args).env(MALLOC_ARENA_MAX, cores.to_string());
+    let (threshold, bytes) = MALLOC_MMAP_THRESHOLD;
+    if memory_limit && std::env::var_os(threshold).is_none() {
+        command.env(threshold, bytes);
+    }
     // Returns only when the new program could not be started.
-    let _ = command
-        .args(args)
-        .env(MALLOC_ARENA_MAX, cores.to_string())
-        .exec();
+    let _ = command.exec();
 }
 
 /// Runs the command line `args` (the program name first) in this process: output to
