@@ -17,8 +17,9 @@
 //! * A partition value, path, stats text or tag of an `add` in a JSON commit that spelled it
 //!   with such an escape would be rewritten with another value (rows changed for every reader
 //!   that decodes JSON exactly: Spark, Trino): when anything the log gave holds a character
-//!   the misreading can produce ([`may_be_misread`]), the JSON commits after the last
-//!   checkpoint are read here and, when a line spells a string with such an escape, replayed
+//!   above U+FFFF (the exact spelling of a file whose `remove` was misread, or a misread
+//!   one, [`may_be_misread`]), the JSON commits after the last checkpoint are read here and,
+//!   when a line spells a string with such an escape, replayed
 //!   exactly ([`exact_replay`]): the files delta-rs listed under a path those commits name are
 //!   replaced by the files the exact replay leaves live (an `add` and a `remove` of one file
 //!   spelled differently are paired, as Spark pairs them). Checkpoints are Parquet and read
