@@ -336,22 +336,6 @@ pub fn escaped_paths<'a>(
 mod tests {
     use super::*;
 
-    /// Python's `json.dumps` spelling: every character above U+FFFF as a surrogate pair.
-    fn escaped(s: &str) -> String {
-        let mut out = String::new();
-        for c in s.chars() {
-            if u32::from(c) > 0xFFFF {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{u:04x}"));
-                }
-            } else {
-                out.push(c);
-            }
-        }
-        format!("\"{out}\"")
-    }
-
     /// What arrow-json makes of a JSON string, by its own reader: the characters this module
     /// says it misreads, and only those, come out as [`misread`] says.
     #[test]
@@ -375,7 +359,7 @@ mod tests {
         .collect();
         let schema = std::sync::Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
         for s in &samples {
-            let line = format!("{{\"s\": {}}}", escaped(s));
+            let line = format!("{{\"s\": {}}}", escaped_literal(s));
             assert_eq!(has_misread_escape(&line), misread(s) != *s, "{line}");
             let mut reader = deltalake::arrow::json::ReaderBuilder::new(schema.clone())
                 .build(std::io::Cursor::new(line.clone()))
