@@ -462,7 +462,7 @@ async fn compact_again(
         for (k, o) in outcomes.iter().enumerate() {
             let partition_of = &table.files[o.input_files[0]];
             for written in &o.written {
-                match crate::table::DataFile::written(partition_of, written) {
+                match written.to_data_file(partition_of) {
                     Ok(file) => view.files.push(file),
                     Err(e) => {
                         delete_outcomes(&reader, &outcomes).await;

@@ -36,7 +36,8 @@ use rayon::prelude::*;
 use super::stats::StatsCollector;
 use super::upload::{FailureSlot, FileUpload};
 use crate::error::{Error, Result};
-use crate::table::LeafColumn;
+use crate::table::{DataFile, FileStats, LeafColumn};
+use deltalake::kernel::Add;
 
 /// The Parquet compression of written files (`--compression`).
 ///
@@ -163,6 +164,42 @@ pub struct WrittenFile {
     pub stats_json: String,
     /// Tags for its `add` action (the cube tags of a clustering run; empty otherwise).
     pub tags: BTreeMap<String, String>,
+}
+
+impl WrittenFile {
+    /// This file (written by this run, not in the log yet) as a data file of `partition_of`'s
+    /// partition, so that a later compaction round can plan and read it like the log's
+    /// files: its path, size and stats (`numRecords`), no deletion vector, no tags.
+    ///
+    /// # Errors
+    /// [`Error::DataFile`] when its stats JSON does not parse.
+    pub(crate) fn to_data_file(&self, partition_of: &DataFile) -> Result<DataFile> {
+        let add = Add {
+            path: self.path.clone(),
+            partition_values: partition_of.add.partition_values.clone(),
+            size: i64::try_from(self.size_bytes)
+                .map_err(|_| Error::Internal("file size over i64".into()))?,
+            modification_time: partition_of.modification_time_ms,
+            data_change: false,
+            stats: Some(self.stats_json.clone()),
+            ..Add::default()
+        };
+        Ok(DataFile {
+            path: self.path.clone(),
+            raw_path: self.path.clone(),
+            size_bytes: self.size_bytes,
+            modification_time_ms: partition_of.modification_time_ms,
+            partition_values: partition_of.partition_values.clone(),
+            raw_partition_values: partition_of.raw_partition_values.clone(),
+            stats: Some(FileStats::from_json(&self.path, &self.stats_json)?),
+            deletion_vector: None,
+            tags: BTreeMap::new(),
+            clustering_provider: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+            add,
+        })
+    }
 }
 
 /// Streams batches into rolling Parquet files, each uploaded as it is written

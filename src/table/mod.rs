@@ -760,43 +760,6 @@ impl TableView {
 }
 
 impl DataFile {
-    /// A file this run wrote (not in the log yet) as a data file of `partition_of`'s
-    /// partition, so that a later compaction round can plan and read it like the log's
-    /// files: its path, size and stats (`numRecords`), no deletion vector, no tags.
-    ///
-    /// # Errors
-    /// [`Error::DataFile`] when its stats JSON does not parse.
-    pub(crate) fn written(
-        partition_of: &DataFile,
-        written: &crate::rewrite::WrittenFile,
-    ) -> Result<Self> {
-        let add = Add {
-            path: written.path.clone(),
-            partition_values: partition_of.add.partition_values.clone(),
-            size: i64::try_from(written.size_bytes)
-                .map_err(|_| Error::Internal("file size over i64".into()))?,
-            modification_time: partition_of.modification_time_ms,
-            data_change: false,
-            stats: Some(written.stats_json.clone()),
-            ..Add::default()
-        };
-        Ok(Self {
-            path: written.path.clone(),
-            raw_path: written.path.clone(),
-            size_bytes: written.size_bytes,
-            modification_time_ms: partition_of.modification_time_ms,
-            partition_values: partition_of.partition_values.clone(),
-            raw_partition_values: partition_of.raw_partition_values.clone(),
-            stats: Some(FileStats::from_json(&written.path, &written.stats_json)?),
-            deletion_vector: None,
-            tags: BTreeMap::new(),
-            clustering_provider: None,
-            base_row_id: None,
-            default_row_commit_version: None,
-            add,
-        })
-    }
-
     fn from_add(add: Add, raw_path: String, partition_physical_names: &[String]) -> Result<Self> {
         let size_bytes = u64::try_from(add.size).map_err(|_| {
             Error::data_file(&add.path, format!("has a negative size {}", add.size))
