@@ -9,6 +9,11 @@
 //! Source: Spark SQL's identifier grammar (`multipartIdentifier`, `quoteIfNeeded`), which
 //! Delta uses for `delta.dataSkippingStatsColumns` and clustering columns.
 
+use deltalake::arrow::array::{Array as _, ArrayRef, AsArray as _, RecordBatch, StructArray};
+use deltalake::arrow::buffer::NullBuffer;
+
+use crate::error::{Error, Result};
+
 /// Splits a column name into its path, one element per nesting level.
 ///
 /// # Errors
@@ -150,6 +155,45 @@ fn quote_if_needed(part: &str) -> String {
 #[must_use]
 pub fn eq_ignore_case(a: &[String], b: &[String]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.eq_ignore_ascii_case(y))
+}
+
+/// The values of the leaf at `path`, null wherever the leaf or an enclosing struct is null.
+pub(crate) fn leaf_values(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef> {
+    let (array, nulls) = leaf_array(batch, path).ok_or_else(|| {
+        Error::Internal(format!("column {} missing from a batch", path.join(".")))
+    })?;
+    if nulls.as_ref().map(NullBuffer::null_count) == array.nulls().map(NullBuffer::null_count) {
+        return Ok(array);
+    }
+    with_nulls(&array, nulls)
+}
+
+/// The leaf array at `path` and its effective nulls (its own and every enclosing struct's).
+pub(crate) fn leaf_array(
+    batch: &RecordBatch,
+    path: &[String],
+) -> Option<(ArrayRef, Option<NullBuffer>)> {
+    let (first, rest) = path.split_first()?;
+    let mut array = batch.column_by_name(first)?.clone();
+    let mut nulls = array.logical_nulls();
+    for name in rest {
+        let parent: &StructArray = array.as_struct_opt()?;
+        let child = parent.column_by_name(name)?.clone();
+        nulls = NullBuffer::union(nulls.as_ref(), child.logical_nulls().as_ref());
+        array = child;
+    }
+    Some((array, nulls))
+}
+
+/// `array` with `nulls` as its validity (the union [`leaf_array`] computed).
+pub(crate) fn with_nulls(array: &ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    let data = array
+        .to_data()
+        .into_builder()
+        .nulls(nulls)
+        .build()
+        .map_err(|e| Error::arrow("collecting stats", e))?;
+    Ok(deltalake::arrow::array::make_array(data))
 }
 
 #[cfg(test)]

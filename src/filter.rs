@@ -175,7 +175,7 @@ fn column_values(
             partition_values.get(index).cloned().flatten(),
         ));
     }
-    let array = crate::rewrite::stats::leaf_values(batch, &column.physical)?;
+    let array = crate::column::leaf_values(batch, &column.physical)?;
     prepared(column, &array).map(Values::Array)
 }
 

@@ -398,7 +398,7 @@ impl BoundTree {
                 if c.partition_index.is_some() {
                     Ok(None)
                 } else {
-                    crate::rewrite::stats::leaf_values(batch, &c.physical).map(Some)
+                    crate::column::leaf_values(batch, &c.physical).map(Some)
                 }
             })
             .collect::<Result<_>>()?;
@@ -691,7 +691,7 @@ fn rank_column(column: &ColumnRef, input: &BuildInput<'_>) -> Result<RankedColum
             constant: Some(bounds),
         });
     }
-    let raw = crate::rewrite::stats::leaf_values(input.sample, &column.physical)?;
+    let raw = crate::column::leaf_values(input.sample, &column.physical)?;
     let array = crate::curve::keys::normalize(&raw);
     let converter = RowConverter::new(vec![SortField::new(array.data_type().clone())])
         .map_err(|e| Error::arrow("ranking sample values", e))?;

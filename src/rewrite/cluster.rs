@@ -45,9 +45,9 @@ use deltalake::arrow::compute::{
 };
 use rayon::prelude::*;
 
-use super::stats::leaf_values;
 use super::write::{RollingWriter, WriterConfig, WrittenFile};
 use super::{READ_ROWS_PER_WRITE, RewriteContext};
+use crate::column::leaf_values;
 use crate::curve::bits_per_dimension;
 use crate::curve::keys::{ColumnBuckets, DEFAULT_SAMPLE_ROWS, Reservoir, normalize};
 use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};

@@ -339,7 +339,7 @@ pub fn plain_columns(
         };
         let arrays = batches
             .iter()
-            .map(|b| super::stats::leaf_values(b, &path))
+            .map(|b| crate::column::leaf_values(b, &path))
             .collect::<Result<Vec<_>>>()?;
         let converter =
             deltalake::arrow::row::RowConverter::new(vec![deltalake::arrow::row::SortField::new(

@@ -24,7 +24,7 @@
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike as _};
-use deltalake::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
+use deltalake::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use deltalake::arrow::buffer::NullBuffer;
 use deltalake::arrow::compute::{filter, is_not_null};
 use deltalake::arrow::datatypes::{
@@ -32,6 +32,7 @@ use deltalake::arrow::datatypes::{
     Int8Type, Int16Type, Int32Type, Int64Type, TimeUnit, TimestampMicrosecondType,
 };
 
+use crate::column::{leaf_array, with_nulls};
 use crate::error::{Error, Result};
 use crate::table::{LeafColumn, PROP_NUM_INDEXED_COLS, PROP_STATS_COLUMNS, TableView};
 
@@ -242,41 +243,6 @@ impl StatsCollector {
     pub fn num_records(&self) -> u64 {
         self.num_records
     }
-}
-
-/// The values of the leaf at `path`, null wherever the leaf or an enclosing struct is null.
-pub(crate) fn leaf_values(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef> {
-    let (array, nulls) = leaf_array(batch, path).ok_or_else(|| {
-        Error::Internal(format!("column {} missing from a batch", path.join(".")))
-    })?;
-    if nulls.as_ref().map(NullBuffer::null_count) == array.nulls().map(NullBuffer::null_count) {
-        return Ok(array);
-    }
-    with_nulls(&array, nulls)
-}
-
-/// The leaf array at `path` and its effective nulls (its own and every enclosing struct's).
-fn leaf_array(batch: &RecordBatch, path: &[String]) -> Option<(ArrayRef, Option<NullBuffer>)> {
-    let (first, rest) = path.split_first()?;
-    let mut array = batch.column_by_name(first)?.clone();
-    let mut nulls = array.logical_nulls();
-    for name in rest {
-        let parent: &StructArray = array.as_struct_opt()?;
-        let child = parent.column_by_name(name)?.clone();
-        nulls = NullBuffer::union(nulls.as_ref(), child.logical_nulls().as_ref());
-        array = child;
-    }
-    Some((array, nulls))
-}
-
-fn with_nulls(array: &ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
-    let data = array
-        .to_data()
-        .into_builder()
-        .nulls(nulls)
-        .build()
-        .map_err(|e| Error::arrow("collecting stats", e))?;
-    Ok(deltalake::arrow::array::make_array(data))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
