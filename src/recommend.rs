@@ -15,7 +15,7 @@
 //! 4. **Estimates**: every candidate's files and their min/max stats are computed from one
 //!    read of a seeded sample of the rows, by the machinery of `sweep --estimate`
 //!    ([`crate::sweep`]): the same plans, row orders and stats as a build, no Parquet
-//!    written. Each is scored on both parts of the workload ([`crate::workload::score`]),
+//!    written. Each is scored on both parts of the workload ([`crate::report::score`]),
 //!    and so is the table as it is now.
 //! 5. **Ranking** by the training queries' cost per run: the bytes scanned plus
 //!    [`RecommendOptions::file_cost_bytes`] for every file opened (a query pays a request's
@@ -45,10 +45,10 @@ use crate::curve::Curve;
 use crate::error::{Error, Result};
 use crate::filter::RowFilter;
 use crate::predicate::Predicate;
+use crate::report::score::{WorkloadScore, score};
 use crate::sweep::Layout;
 use crate::table::TableView;
 use crate::workload::Workload;
-use crate::workload::score::{WorkloadScore, score};
 
 /// Default target sizes tried: 64 MiB, 128 MiB, 256 MiB, 512 MiB and 1 GiB.
 pub const DEFAULT_TARGET_SIZES: [u64; 5] = [64 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30];

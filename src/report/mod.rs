@@ -16,9 +16,10 @@
 
 /// File pruning lives in [`crate::pruning`]; this path stays for existing callers.
 pub use crate::pruning as bounds;
+pub mod generated;
 pub mod html;
 pub(crate) mod model;
-pub mod workload;
+pub mod score;
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -32,8 +33,8 @@ use crate::pruning::{
     ColumnFiles, ColumnRef, FileBounds, Pruner, RankedBounds, is_orderable, string_prefix_length,
 };
 use crate::table::TableView;
+use generated::{Query, QueryKind, Workload};
 use model::ColumnModel;
-use workload::{Query, QueryKind, Workload};
 
 /// Default number of generated predicates per column (half equality, half ranges).
 pub const DEFAULT_QUERIES: usize = 200;

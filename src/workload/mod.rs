@@ -21,7 +21,6 @@
 //! text, so a choice made on one part is scored on queries it never saw.
 
 pub mod extract;
-pub mod score;
 
 use std::collections::BTreeMap;
 

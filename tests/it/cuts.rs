@@ -363,8 +363,8 @@ fn a_cut_tree_reads_fewer_files_than_hilbert_on_its_workload() {
     );
     optimize(&curve_table, &curve).unwrap();
     let (tree, curve) = (load(&tree_table), load(&curve_table));
-    let on_tree = delta_layout::workload::score::score(&tree, &workload()).unwrap();
-    let on_curve = delta_layout::workload::score::score(&curve, &workload()).unwrap();
+    let on_tree = delta_layout::report::score::score(&tree, &workload()).unwrap();
+    let on_curve = delta_layout::report::score::score(&curve, &workload()).unwrap();
     assert!(
         tree.files.len() + 2 >= curve.files.len(),
         "{} files against {}",
@@ -879,7 +879,7 @@ fn recommend_estimates_what_the_built_pick_gets() {
     let before = rows(&location);
     optimize(&location, &OptimizeOptions::default().with_plan(plan)).unwrap();
     assert_eq!(rows(&location), before, "rows changed");
-    let built = delta_layout::workload::score::score(&load(&location), &train).unwrap();
+    let built = delta_layout::report::score::score(&load(&location), &train).unwrap();
     assert!(
         (built.files_skipped - pick.train.files_skipped).abs() <= 0.05,
         "{}: estimated {:.3} of files skipped, built {:.3}",

@@ -641,8 +641,8 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
             .as_ref()
             .map(|w| {
                 Ok::<_, delta_layout::Error>((
-                    delta_layout::workload::score::score(&before, w)?,
-                    delta_layout::workload::score::score(&table, w)?,
+                    delta_layout::report::score::score(&before, w)?,
+                    delta_layout::report::score::score(&table, w)?,
                 ))
             })
             .transpose()?;
@@ -672,7 +672,7 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
         report.selected_by = selected_by;
         let score = workload
             .as_ref()
-            .map(|w| delta_layout::workload::score::score(&table, w))
+            .map(|w| delta_layout::report::score::score(&table, w))
             .transpose()?;
         if let Some(path) = &args.html {
             write_html(path, &delta_layout::report::html::render(None, &report))?;
@@ -863,8 +863,8 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
                     Some(path) => {
                         let workload = config::read_workload(path)?;
                         Some((
-                            delta_layout::workload::score::score(&before, &workload)?,
-                            delta_layout::workload::score::score(&after, &workload)?,
+                            delta_layout::report::score::score(&before, &workload)?,
+                            delta_layout::report::score::score(&after, &workload)?,
                         ))
                     }
                     None => None,

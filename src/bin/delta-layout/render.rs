@@ -910,7 +910,7 @@ fn approx_size(bytes: f64) -> String {
 pub fn workload_score(
     out: &mut impl Write,
     title: &str,
-    w: &delta_layout::workload::score::WorkloadScore,
+    w: &delta_layout::report::score::WorkloadScore,
 ) -> io::Result<()> {
     writeln!(
         out,
@@ -932,8 +932,7 @@ pub fn workload_score(
             tree.tree, tree.files, tree.leaves
         )?;
     }
-    let mut heaviest: Vec<&delta_layout::workload::score::QueryScore> =
-        w.per_query.iter().collect();
+    let mut heaviest: Vec<&delta_layout::report::score::QueryScore> = w.per_query.iter().collect();
     heaviest.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.predicate.cmp(&b.predicate)));
     for q in heaviest.iter().take(10) {
         writeln!(
@@ -958,8 +957,8 @@ pub fn workload_score(
 /// Before and after of a run on its workload.
 pub fn workload_change(
     out: &mut impl Write,
-    before: &delta_layout::workload::score::WorkloadScore,
-    after: &delta_layout::workload::score::WorkloadScore,
+    before: &delta_layout::report::score::WorkloadScore,
+    after: &delta_layout::report::score::WorkloadScore,
 ) -> io::Result<()> {
     writeln!(
         out,

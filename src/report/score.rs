@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::Workload;
+use super::Analysis;
 use crate::error::{Error, Result};
 use crate::plan::cuts::TAG_CUT_TREE;
-use crate::report::Analysis;
 use crate::table::TableView;
+use crate::workload::Workload;
 
 /// What one query scans.
 #[derive(Debug, Clone, PartialEq, Serialize)]
