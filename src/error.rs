@@ -278,8 +278,9 @@ pub enum Setting {
     /// The predicate selecting what to rewrite (`--where`): partitions, or files by their
     /// stats.
     PartitionPredicate,
-    /// The clustering columns of a curve.
-    CurveColumns(crate::curve::Curve),
+    /// The clustering columns of a curve, by the curve's name (`zorder`, `hilbert`:
+    /// [`crate::curve::Curve::name`]).
+    CurveColumns(&'static str),
     /// The cube size of clustering.
     CubeSize,
     /// Reclustering every file (with a curve), or packing files of clustering runs (without).
@@ -348,7 +349,7 @@ impl std::fmt::Display for Setting {
             Setting::MinFileSize => "the minimum file size",
             Setting::MaxDeletedRatio => "the maximum deleted ratio",
             Setting::PartitionPredicate => "the predicate selecting what to rewrite",
-            Setting::CurveColumns(curve) => return write!(f, "the {} columns", curve.name()),
+            Setting::CurveColumns(curve) => return write!(f, "the {curve} columns"),
             Setting::CubeSize => "the cube size",
             Setting::Full => "the full rewrite",
             Setting::MemoryLimit => "the memory limit",

@@ -148,7 +148,7 @@ impl RecommendOptions {
         }
         if !(1..=crate::curve::MAX_DIMENSIONS).contains(&self.max_columns) {
             return Err(Error::invalid_option(
-                crate::Setting::CurveColumns(Curve::Hilbert),
+                crate::Setting::CurveColumns(Curve::Hilbert.name()),
                 format!(
                     "takes 1 to {} candidate columns, not {}",
                     crate::curve::MAX_DIMENSIONS,

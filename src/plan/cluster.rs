@@ -336,7 +336,7 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
     let setting = if request.workload.is_some() {
         crate::Setting::Workload
     } else {
-        crate::Setting::CurveColumns(request.curve)
+        crate::Setting::CurveColumns(request.curve.name())
     };
     if request.workload.is_some()
         && let Some(declared) = &table.clustering_columns

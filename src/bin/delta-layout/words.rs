@@ -11,7 +11,7 @@ pub fn flag(setting: &Setting) -> String {
         Setting::MinFileSize => "--min-file-size",
         Setting::MaxDeletedRatio => "--max-deleted-ratio",
         Setting::PartitionPredicate => "--where",
-        Setting::CurveColumns(curve) => return format!("--{}", curve.name()),
+        Setting::CurveColumns(curve) => return format!("--{curve}"),
         Setting::CubeSize => "--cube-size",
         Setting::Full => "--full",
         Setting::MemoryLimit => "--memory-limit",
@@ -124,7 +124,9 @@ mod tests {
         );
         let err = anyhow::Error::from(Error::UnknownColumn {
             column: "x".into(),
-            setting: Some(Setting::CurveColumns(delta_layout::curve::Curve::Hilbert)),
+            setting: Some(Setting::CurveColumns(
+                delta_layout::curve::Curve::Hilbert.name(),
+            )),
             message: "does not exist".into(),
         });
         assert_eq!(
