@@ -19,8 +19,9 @@ use crate::plan::{self, Plan};
 pub use crate::prepare::OptimizeOptions;
 use crate::prepare::plan_sized;
 use crate::progress::{Phase, Progress, Scope};
-use crate::rewrite::{self, BinOutcome, WrittenFile, read::Reader};
+use crate::rewrite::{self, BinOutcome, WrittenFile};
 use crate::table::TableView;
+use crate::table::read::Reader;
 use crate::workorder::{OrderSettings, WorkOrder};
 
 /// What a run did.
@@ -294,7 +295,10 @@ pub async fn rewrite(
     };
     let mut reader = Reader::for_table(&table)?;
     reader.sample = options.sample;
-    reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
+    reader.foreign = options
+        .files_of
+        .as_ref()
+        .map(crate::table::read::Foreign::of);
     reader.cancel = Some(options.cancel.clone());
     if options.dry_run || outcome.plan.is_empty() {
         // A run with nothing to write cleans up after killed runs as one that writes does.

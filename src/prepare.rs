@@ -21,8 +21,9 @@ use rand::SeedableRng as _;
 use crate::error::{Error, Result};
 use crate::plan::cuts::{self, CutTree};
 use crate::plan::{self, Plan, PlanOptions};
-use crate::rewrite::{self, read::Reader};
+use crate::rewrite;
 use crate::table::TableView;
+use crate::table::read::Reader;
 
 /// Options of the `optimize` job.
 #[derive(Debug, Clone, Default)]
@@ -70,8 +71,8 @@ impl OptimizeOptions {
     }
 
     /// Files a compaction worker fetches at once (`--read-concurrency`): a bounded prefetch of
-    /// at most this many files and [`rewrite::read::PREFETCH_BYTES`] at once (or one larger file).
-    /// Defaults to [`rewrite::read::DEFAULT_READ_CONCURRENCY`]; 0 counts as 1.
+    /// at most this many files and [`crate::table::read::PREFETCH_BYTES`] at once (or one larger file).
+    /// Defaults to [`crate::table::read::DEFAULT_READ_CONCURRENCY`]; 0 counts as 1.
     #[must_use]
     pub fn with_read_concurrency(mut self, files: usize) -> Self {
         self.read_concurrency = Some(files.max(1));
@@ -286,7 +287,10 @@ async fn ratio_sized(
         return plan::plan(table, plan_options);
     }
     let mut reader = Reader::for_table(table)?;
-    reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
+    reader.foreign = options
+        .files_of
+        .as_ref()
+        .map(crate::table::read::Foreign::of);
     reader.cancel = Some(options.cancel.clone());
     let codec = options.codec;
     let key = memo.map(|_| {
@@ -365,7 +369,10 @@ async fn build_trees(table: &TableView, plan: &mut Plan, options: &OptimizeOptio
         };
         let mut reader = Reader::for_table(table)?;
         reader.sample = options.sample;
-        reader.foreign = options.files_of.as_ref().map(rewrite::read::Foreign::of);
+        reader.foreign = options
+            .files_of
+            .as_ref()
+            .map(crate::table::read::Foreign::of);
         reader.cancel = Some(options.cancel.clone());
         let input = TreeJob {
             table: table.clone(),

@@ -579,7 +579,7 @@ fn command_line(names: &CommandNames, pick: &Candidate) -> String {
 /// Read errors of the sampled files; [`Error::InvalidWorkload`] for a query that does not
 /// fit the table.
 fn candidate_columns(table: &TableView, workload: &Workload) -> Result<Vec<ColumnCandidate>> {
-    let reader = crate::rewrite::read::Reader::for_table(table)?;
+    let reader = crate::table::read::Reader::for_table(table)?;
     let files: Vec<usize> = (0..table.files.len()).collect();
     let sample = crate::prepare::tree_sample(table, workload, &files, &reader)?;
     let rows = sample.num_rows();

@@ -134,7 +134,7 @@ fn live_paths(table: &TableView) -> Result<std::collections::HashSet<String>> {
     let mut live = std::collections::HashSet::with_capacity(table.files.len());
     for file in &table.files {
         // A file outside the table root (a shallow clone's) is never listed for deletion.
-        if let Ok(path) = crate::rewrite::read::object_path(&table.location, &file.path) {
+        if let Ok(path) = crate::table::read::object_path(&table.location, &file.path) {
             live.insert(loose(path.as_ref()));
         }
         if let Some(descriptor) = &file.deletion_vector {

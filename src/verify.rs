@@ -38,7 +38,7 @@ use xxhash_rust::xxh64::xxh64;
 
 use crate::error::{Error, Result};
 use crate::progress::{NoProgress, Phase, Progress, Scope};
-use crate::rewrite::read::FileReader;
+use crate::table::read::FileReader;
 use crate::table::{DataFile, TableView};
 use crate::value::{Typed, normalize_float, parse_typed};
 

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use delta_layout::rewrite::read::FileReader;
 use delta_layout::rewrite::write::Codec;
 use delta_layout::table::TableView;
+use delta_layout::table::read::FileReader;
 use deltalake::parquet::arrow::ArrowWriter;
 use deltalake::parquet::file::properties::WriterProperties;
 use rayon::prelude::*;

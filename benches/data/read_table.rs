@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use delta_layout::rewrite::read::FileReader;
 use delta_layout::table::TableView;
+use delta_layout::table::read::FileReader;
 use rayon::prelude::*;
 
 fn main() {

@@ -593,7 +593,7 @@ fn keep_range(
 pub(crate) fn sample_key_space(
     table: &TableView,
     layout: &Layout<'_>,
-    reader: &super::read::Reader,
+    reader: &crate::table::read::Reader,
     sample: &[usize],
     sizes: &RangeSizes,
 ) -> Result<(Vec<crate::curve::keys::BucketCuts>, Vec<u64>, u64)> {

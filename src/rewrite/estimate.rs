@@ -26,11 +26,11 @@ use deltalake::arrow::array::{Array, RecordBatch};
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::parquet::arrow::ArrowWriter;
 
-use super::read::Reader;
 use super::write::{Codec, writer_properties};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::table::TableView;
+use crate::table::read::Reader;
 
 /// Input files read for the estimate, at most (many, so that a table of small appends is
 /// sampled by more than a few footers).

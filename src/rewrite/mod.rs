@@ -11,10 +11,8 @@
 //! on it (they are never tokio workers).
 
 pub mod cluster;
-mod convert;
 pub mod estimate;
 pub mod leftovers;
-pub mod read;
 pub mod stats;
 pub mod upload;
 pub mod write;
@@ -30,7 +28,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::plan::{Bin, PartitionPlan, Plan};
 use crate::progress::Progress;
-use crate::table::TableView;
+use crate::table::{TableView, read};
 pub use write::WrittenFile;
 
 /// Default worker threads: 0 means one per available core.

@@ -29,8 +29,8 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::plan::{Bin, PartitionPlan, Plan, output_files};
-use crate::rewrite::read::Reader;
 use crate::rewrite::stats::StatsCollector;
+use crate::table::read::Reader;
 use crate::table::stats::FileStats;
 use crate::table::{DataFile, LeafColumn, TableView};
 

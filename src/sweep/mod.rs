@@ -787,7 +787,7 @@ pub(crate) async fn estimate_layouts(
         .effective_features()
         .iter()
         .any(|f| f == "deletionVectors");
-    let mut reader = crate::rewrite::read::Reader::for_table(&table)?;
+    let mut reader = crate::table::read::Reader::for_table(&table)?;
     reader.sample = (job.fraction < 1.0).then_some((job.fraction, job.seed));
     reader.cancel = Some(job.cancel.clone());
     let table = Arc::new(table);

@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 ///   Timestamps"); the enablement properties are left as they are.
 /// * `typeWidening` (and `typeWidening-preview`): files written before a column was widened
 ///   hold the narrower type; they are read into the current type by exact widenings only
-///   (`rewrite::convert`), written and given stats at the current type, and the schema's
+///   (`table::convert`), written and given stats at the current type, and the schema's
 ///   `delta.typeChanges` metadata is left as it is (PROTOCOL.md "Type Widening").
 /// * `vacuumProtocolCheck`: `vacuum` checks this same list before deleting anything.
 /// * `checkpointProtection`: this tool never removes or rewrites log files or checkpoints.

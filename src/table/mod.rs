@@ -9,10 +9,12 @@
 //! Sources: PROTOCOL.md sections "Add File and Remove File", "Per-file Statistics",
 //! "Column Mapping", "Deletion Vectors", "Table Features".
 
+mod convert;
 pub mod escapes;
 pub mod features;
 pub mod location;
 pub mod log_check;
+pub mod read;
 pub mod row_tracking;
 pub mod schema;
 pub mod stats;

@@ -23,7 +23,7 @@
 //! Parquet") lays it out and delta-kernel reads it (`DataType::unshredded_variant`): the two
 //! binaries of the Parquet Variant encoding, copied byte for byte. Files that shred a variant
 //! (a `typed_value` field, PROTOCOL.md "Variant Shredding") are refused when read
-//! (`rewrite::read`), since carrying them would need a per-file schema or unshredding.
+//! (`table::read`), since carrying them would need a per-file schema or unshredding.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

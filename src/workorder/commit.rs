@@ -853,7 +853,7 @@ async fn check_unit_rows(
                 let mut rows = 0u64;
                 for &i in &candidates[&unit[0]].input_files {
                     let file = &table.files[i];
-                    let path = crate::rewrite::read::object_path(&table.location, &file.path)?;
+                    let path = crate::table::read::object_path(&table.location, &file.path)?;
                     let physical = super::footer::read_footer(&store, &path, file.size_bytes)
                         .await
                         .and_then(|metadata| super::footer::footer_rows(&metadata))

@@ -8,8 +8,9 @@ use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::prepare::OptimizeOptions;
 use crate::progress::Progress;
-use crate::rewrite::{BinOutcome, WrittenFile, read::Reader};
+use crate::rewrite::{BinOutcome, WrittenFile};
 use crate::table::StorageOptions;
+use crate::table::read::Reader;
 
 /// Executes the bins `bin_ids` of `order`: reads their input files from the table's store
 /// (reached with `storage_options`), writes their output files, and returns one result per

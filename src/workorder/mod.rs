@@ -63,7 +63,8 @@ use crate::error::{Error, Result};
 use crate::plan::cluster::{KeyRange, KeySpace};
 use crate::plan::{self, Bin, PartitionPlan, Plan};
 use crate::prepare::OptimizeOptions;
-use crate::rewrite::{WrittenFile, read::Reader};
+use crate::rewrite::WrittenFile;
+use crate::table::read::Reader;
 use crate::table::{StorageOptions, TableDescription, TableLocation, TableView};
 
 mod commit;

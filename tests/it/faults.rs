@@ -222,7 +222,7 @@ fn int96_timestamps_outside_the_nanosecond_range_keep_their_value() {
     let rt = runtime();
     let reader = {
         let _enter = rt.enter();
-        delta_layout::rewrite::read::FileReader::new(&table).unwrap()
+        delta_layout::table::read::FileReader::new(&table).unwrap()
     };
     let mut read: Vec<Option<i64>> = Vec::new();
     for file in &table.files {

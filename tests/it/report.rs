@@ -9,8 +9,8 @@ use std::path::Path;
 use delta_layout::predicate::{CompareOp, Literal, Predicate};
 use delta_layout::report::bounds::ColumnRef;
 use delta_layout::report::{Analysis, ReportOptions};
-use delta_layout::rewrite::read::FileReader;
 use delta_layout::table::TableView;
+use delta_layout::table::read::FileReader;
 use deltalake::arrow::array::{
     Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, StructArray,
     TimestampMicrosecondArray,

@@ -528,7 +528,7 @@ pub struct ExecutionArgs {
     #[arg(
         long,
         value_name = "NUM",
-        default_value_t = delta_layout::rewrite::read::DEFAULT_READ_CONCURRENCY,
+        default_value_t = delta_layout::table::read::DEFAULT_READ_CONCURRENCY,
         value_parser = read_concurrency,
         help_heading = "Execution"
     )]
