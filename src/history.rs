@@ -4,7 +4,7 @@
 //! Pure part: [`commit_info`] finds the `commitInfo` action of one commit file and
 //! [`OptimizeRun::from_commit_info`] reads one out of it. I/O part: [`history`] loads the
 //! table (so a path that is not a table fails as every other command does) and reads its
-//! commit files, `_delta_log/<version>.json`, through the table's log store, newest first.
+//! commit files, `_delta_log/<version>.json`, newest first ([`crate::table::log`]).
 //!
 //! Every writer's spelling is read:
 //!
@@ -21,19 +21,16 @@
 //! `DeltaOperationMetrics.OPTIMIZE` (Spark), deltalake's `optimize::Metrics` (delta-rs).
 
 use chrono::{DateTime, SecondsFormat};
-use deltalake::logstore::LogStore as _;
-use futures::{StreamExt as _, TryStreamExt as _};
+use futures::TryStreamExt as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::table::TableView;
+use crate::table::log::{self, CommitEntry};
 
 /// The `operation` of a `commitInfo` that this module lists.
 pub const OPTIMIZE_OPERATION: &str = "OPTIMIZE";
-
-/// Commit files read at once.
-const READS_IN_FLIGHT: usize = 16;
 
 /// One OPTIMIZE commit, as its `commitInfo` describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -166,17 +163,7 @@ impl OptimizeRun {
 /// A description of the first line that is not JSON (with its 1-based number), for the
 /// caller to name the file.
 pub fn commit_info(commit: &[u8]) -> std::result::Result<Option<Value>, String> {
-    for (i, line) in commit.split(|b| *b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let mut action: Value = serde_json::from_slice(line)
-            .map_err(|e| format!("has a line that is not JSON (line {}: {e})", i + 1))?;
-        if let Some(info) = action.get_mut("commitInfo") {
-            return Ok(Some(info.take()));
-        }
-    }
-    Ok(None)
+    CommitEntry::parse(0, commit).map(|entry| entry.commit_info)
 }
 
 /// The OPTIMIZE runs of the table at `location`, newest first: the newest `limit` runs, or
@@ -184,26 +171,15 @@ pub fn commit_info(commit: &[u8]) -> std::result::Result<Option<Value>, String> 
 /// or to the oldest one still in the log (older ones are removed by log clean-up).
 ///
 /// # Errors
-/// * As [`TableView::load`]: [`Error::NotADeltaTable`], [`Error::DamagedLog`], ...
-/// * [`Error::Delta`] when a commit file cannot be read.
-/// * [`Error::DamagedLog`] when a commit file holds a line that is not JSON.
+/// * As [`TableView::load`]: [`crate::Error::NotADeltaTable`], [`crate::Error::DamagedLog`], ...
+/// * [`crate::Error::Delta`] when a commit file cannot be read.
+/// * [`crate::Error::DamagedLog`] when a commit file holds a line that is not JSON.
 pub async fn history(
     location: impl Into<crate::table::TableLocation>,
     limit: Option<usize>,
 ) -> Result<History> {
     let table = TableView::load(location, None).await?;
-    let store = table.log_store.clone();
-    let mut commits = futures::stream::iter((0..=table.version).rev())
-        .map(|version| {
-            let store = store.clone();
-            async move {
-                let bytes = store.read_commit_entry(version).await.map_err(|e| {
-                    Error::delta(format!("reading the commit of version {version}"), e)
-                })?;
-                Ok::<_, Error>((version, bytes))
-            }
-        })
-        .buffered(READS_IN_FLIGHT);
+    let mut commits = std::pin::pin!(log::newest_first(&table));
     let mut runs = Vec::new();
     while limit.is_none_or(|n| runs.len() < n) {
         let Some((version, bytes)) = commits.try_next().await? else {
@@ -211,12 +187,11 @@ pub async fn history(
         };
         // Log clean-up removes the oldest commits first: none below a missing one is left.
         let Some(bytes) = bytes else { break };
-        let info = commit_info(&bytes).map_err(|message| Error::DamagedLog {
-            table: table.display_location(),
-            file: format!("_delta_log/{version:020}.json"),
-            message,
-        })?;
-        if let Some(run) = info.and_then(|i| OptimizeRun::from_commit_info(version, &i)) {
+        let entry = CommitEntry::read(&table, version, &bytes)?;
+        if let Some(run) = entry
+            .commit_info
+            .and_then(|i| OptimizeRun::from_commit_info(version, &i))
+        {
             runs.push(run);
         }
     }
@@ -224,97 +199,6 @@ pub async fn history(
         table: table.display_location(),
         runs,
     })
-}
-
-/// The cut trees of a table's files as [`cut_trees`] reads them back from the log.
-#[derive(Debug, Default)]
-pub struct RecordedTrees {
-    /// Each usable tree by id, with the version of the commit that recorded it.
-    pub found: std::collections::BTreeMap<String, (u64, crate::plan::cuts::CutTree)>,
-    /// Trees recorded under a wanted id that cannot be used: (id, version, why), the JSON
-    /// not a tree or the tree not valid ([`crate::plan::cuts::CutTree::validate`]: edited).
-    pub unusable: Vec<(String, u64, String)>,
-    /// Whether every commit down to version 0 was read (none was cleaned up), so that a
-    /// tree in neither part was removed from the `commitInfo` that recorded it, not cleaned
-    /// up with its commit.
-    pub whole_log_read: bool,
-}
-
-/// The cut trees named `ids` ([`crate::plan::cuts::CutTree::id`]), read from the
-/// `commitInfo` of the commits that laid files out by them
-/// ([`crate::plan::cuts::COMMIT_INFO_CUT_TREES`]), newest commit first; the reading stops
-/// once every tree is found. A tree whose commits were cleaned up from the log is in
-/// neither part of the result; one recorded under a wanted id whose JSON does not read back
-/// as a valid tree is in [`RecordedTrees::unusable`] with the reason (unless a usable
-/// record of it is found).
-///
-/// # Errors
-/// [`Error::Delta`] when a commit file cannot be read; [`Error::DamagedLog`] when one holds
-/// a line that is not JSON.
-pub async fn cut_trees(
-    table: &TableView,
-    ids: &std::collections::BTreeSet<String>,
-) -> Result<RecordedTrees> {
-    let mut out = RecordedTrees::default();
-    if ids.is_empty() {
-        return Ok(out);
-    }
-    let store = table.log_store.clone();
-    let mut commits = futures::stream::iter((0..=table.version).rev())
-        .map(|version| {
-            let store = store.clone();
-            async move {
-                let bytes = store.read_commit_entry(version).await.map_err(|e| {
-                    Error::delta(format!("reading the commit of version {version}"), e)
-                })?;
-                Ok::<_, Error>((version, bytes))
-            }
-        })
-        .buffered(READS_IN_FLIGHT);
-    while out.found.len() < ids.len() {
-        let Some((version, bytes)) = commits.try_next().await? else {
-            out.whole_log_read = true;
-            break;
-        };
-        let Some(bytes) = bytes else { break };
-        let info = commit_info(&bytes).map_err(|message| Error::DamagedLog {
-            table: table.display_location(),
-            file: format!("_delta_log/{version:020}.json"),
-            message,
-        })?;
-        let Some(trees) = info
-            .as_ref()
-            .and_then(|i| i.get(crate::plan::cuts::COMMIT_INFO_CUT_TREES))
-            .and_then(Value::as_array)
-        else {
-            continue;
-        };
-        for value in trees {
-            let Some(id) = value.get("id").and_then(Value::as_str) else {
-                continue;
-            };
-            if !ids.contains(id) || out.found.contains_key(id) {
-                continue;
-            }
-            let tree = serde_json::from_value::<crate::plan::cuts::CutTree>(value.clone())
-                .map_err(|e| format!("not a cut tree: {e}"))
-                .and_then(|tree| {
-                    tree.validate().map(|()| tree).map_err(|e| match e {
-                        Error::Internal(message) => message,
-                        other => other.to_string(),
-                    })
-                });
-            match tree {
-                Ok(tree) => {
-                    out.found.insert(id.to_string(), (version, tree));
-                }
-                Err(why) => out.unusable.push((id.to_string(), version, why)),
-            }
-        }
-    }
-    out.unusable
-        .retain(|(id, _, _)| !out.found.contains_key(id));
-    Ok(out)
 }
 
 /// A column list: a JSON list in a string (`"[\"a\",\"b\"]"`, as Spark writes

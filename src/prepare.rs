@@ -16,13 +16,16 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use deltalake::arrow::array::{RecordBatch, UInt32Array};
+use futures::TryStreamExt as _;
 use rand::SeedableRng as _;
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::plan::cuts::{self, CutTree};
 use crate::plan::{self, Plan, PlanOptions};
 use crate::rewrite;
 use crate::table::TableView;
+use crate::table::log::CommitEntry;
 use crate::table::read::Reader;
 
 /// Options of the `optimize` job.
@@ -184,7 +187,7 @@ impl OptimizeOptions {
 /// settings, written in memory with its codec; the sample also decides the plan's
 /// [`Plan::plain_columns`]), then planned again with it. With a cut tree
 /// ([`crate::plan::cluster::ClusterRequest::cuts`]), the trees of earlier runs that the
-/// table's files name are read back from the log first ([`crate::history::cut_trees`]), and
+/// table's files name are read back from the log first ([`cut_trees`]), and
 /// each partition the plan rewrites without one gets a new tree ([`build_trees`]).
 ///
 /// # Errors
@@ -227,7 +230,7 @@ pub(crate) async fn plan_sized_with(
             .filter(|id| !request.known_trees.contains_key(id))
             .collect();
         if !ids.is_empty() {
-            let recorded = crate::history::cut_trees(table, &ids).await?;
+            let recorded = cut_trees(table, &ids).await?;
             let whole_log_read = recorded.whole_log_read;
             let mut unusable = recorded.unusable;
             for (id, (version, tree)) in recorded.found {
@@ -520,5 +523,81 @@ fn project(batch: &RecordBatch, keep: &BTreeSet<String>) -> Result<RecordBatch> 
         .map_err(|e| Error::arrow("projecting a cut tree's sample", e))
 }
 
-/// Trees by id, as [`crate::history::cut_trees`] reads them.
+/// The cut trees of a table's files as [`cut_trees`] reads them back from the log.
+#[derive(Debug, Default)]
+pub struct RecordedTrees {
+    /// Each usable tree by id, with the version of the commit that recorded it.
+    pub found: std::collections::BTreeMap<String, (u64, cuts::CutTree)>,
+    /// Trees recorded under a wanted id that cannot be used: (id, version, why), the JSON
+    /// not a tree or the tree not valid ([`cuts::CutTree::validate`]: edited).
+    pub unusable: Vec<(String, u64, String)>,
+    /// Whether every commit down to version 0 was read (none was cleaned up), so that a
+    /// tree in neither part was removed from the `commitInfo` that recorded it, not cleaned
+    /// up with its commit.
+    pub whole_log_read: bool,
+}
+
+/// The cut trees named `ids` ([`cuts::CutTree::id`]), read from the
+/// `commitInfo` of the commits that laid files out by them
+/// ([`cuts::COMMIT_INFO_CUT_TREES`]), newest commit first; the reading stops
+/// once every tree is found. A tree whose commits were cleaned up from the log is in
+/// neither part of the result; one recorded under a wanted id whose JSON does not read back
+/// as a valid tree is in [`RecordedTrees::unusable`] with the reason (unless a usable
+/// record of it is found).
+///
+/// # Errors
+/// [`Error::Delta`] when a commit file cannot be read; [`Error::DamagedLog`] when one holds
+/// a line that is not JSON.
+pub async fn cut_trees(
+    table: &TableView,
+    ids: &std::collections::BTreeSet<String>,
+) -> Result<RecordedTrees> {
+    let mut out = RecordedTrees::default();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let mut commits = std::pin::pin!(crate::table::log::newest_first(table));
+    while out.found.len() < ids.len() {
+        let Some((version, bytes)) = commits.try_next().await? else {
+            out.whole_log_read = true;
+            break;
+        };
+        let Some(bytes) = bytes else { break };
+        let info = CommitEntry::read(table, version, &bytes)?.commit_info;
+        let Some(trees) = info
+            .as_ref()
+            .and_then(|i| i.get(cuts::COMMIT_INFO_CUT_TREES))
+            .and_then(Value::as_array)
+        else {
+            continue;
+        };
+        for value in trees {
+            let Some(id) = value.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            if !ids.contains(id) || out.found.contains_key(id) {
+                continue;
+            }
+            let tree = serde_json::from_value::<cuts::CutTree>(value.clone())
+                .map_err(|e| format!("not a cut tree: {e}"))
+                .and_then(|tree| {
+                    tree.validate().map(|()| tree).map_err(|e| match e {
+                        Error::Internal(message) => message,
+                        other => other.to_string(),
+                    })
+                });
+            match tree {
+                Ok(tree) => {
+                    out.found.insert(id.to_string(), (version, tree));
+                }
+                Err(why) => out.unusable.push((id.to_string(), version, why)),
+            }
+        }
+    }
+    out.unusable
+        .retain(|(id, _, _)| !out.found.contains_key(id));
+    Ok(out)
+}
+
+/// Trees by id, as [`cut_trees`] reads them.
 pub type KnownTrees = BTreeMap<String, CutTree>;

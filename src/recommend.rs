@@ -402,7 +402,7 @@ pub async fn recommend(
         })
         .collect();
     let whole = workload.digest();
-    let recorded = crate::history::cut_trees(&table, &tree_ids).await?;
+    let recorded = crate::prepare::cut_trees(&table, &tree_ids).await?;
     let cuts_workload = if recorded
         .found
         .values()

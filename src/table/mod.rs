@@ -13,6 +13,7 @@ mod convert;
 pub mod escapes;
 pub mod features;
 pub mod location;
+pub mod log;
 pub mod log_check;
 pub mod read;
 pub mod row_tracking;

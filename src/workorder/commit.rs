@@ -11,9 +11,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{BinResult, WorkOrder, describe_ids};
+use crate::commit::conflict::{self, Conflict};
 use crate::commit::{self, COMMIT_INFO_RUN_ID};
 use crate::error::{Error, Result};
 use crate::rewrite::BinOutcome;
+use crate::table::log::{CommitEntry, FileAction};
 use crate::table::{StorageOptions, TableView};
 
 /// Options of the commit step.
@@ -119,7 +121,7 @@ impl LogScan {
                 else {
                     break;
                 };
-                self.read_commit(version, &bytes, run_id)?;
+                self.read_commit(table, version, &bytes, run_id)?;
                 self.next_version += 1;
             }
             // A log whose entries after the plan's version were cleaned up reads as if nothing
@@ -160,78 +162,57 @@ impl LogScan {
         })
     }
 
-    fn read_commit(&mut self, version: u64, bytes: &[u8], run_id: &str) -> Result<()> {
-        let text = String::from_utf8_lossy(bytes);
-        let mut actions = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let action: Value = serde_json::from_str(line).map_err(|source| Error::Json {
-                context: format!("reading commit {version}"),
-                source,
-            })?;
-            actions.push(action);
+    /// Takes in commit `version` ([`CommitEntry`]): this run's own batches (by the run id in
+    /// `commitInfo`) and the conflicts of another writer's ([`conflict::conflicts`]).
+    fn read_commit(
+        &mut self,
+        table: &TableView,
+        version: u64,
+        bytes: &[u8],
+        run_id: &str,
+    ) -> Result<()> {
+        let entry = CommitEntry::read(table, version, bytes)?;
+        if let Some(mark) = entry.row_id_high_water_mark {
+            self.high_water_mark = Some(mark);
         }
-        let own = actions.iter().any(|a| {
-            a.get("commitInfo")
-                .and_then(|c| c.get(COMMIT_INFO_RUN_ID))
-                .and_then(Value::as_str)
-                == Some(run_id)
-        });
-        let decoded = |path: &str| {
-            percent_encoding::percent_decode_str(path)
-                .decode_utf8_lossy()
-                .into_owned()
-        };
-        for action in &actions {
-            if let Some(domain) = action.get("domainMetadata")
-                && domain.get("domain").and_then(Value::as_str)
-                    == Some(crate::table::row_tracking::ROW_TRACKING_DOMAIN)
-                && let Some(mark) = domain
-                    .get("configuration")
-                    .and_then(Value::as_str)
-                    .and_then(|c| serde_json::from_str::<Value>(c).ok())
-                    .and_then(|c| c.get("rowIdHighWaterMark").and_then(Value::as_i64))
-            {
-                self.high_water_mark = Some(mark);
+        let own = entry
+            .commit_info_field(COMMIT_INFO_RUN_ID)
+            .and_then(Value::as_str)
+            == Some(run_id);
+        if own {
+            for (action, path) in &entry.files {
+                match action {
+                    FileAction::Remove => {
+                        self.own_removed.insert(path.clone());
+                    }
+                    FileAction::Add => {
+                        let name = path.rsplit('/').next().unwrap_or(path).to_string();
+                        self.own_added_names.insert(name);
+                    }
+                }
             }
-            if own {
-                if let Some(path) = action
-                    .get("remove")
-                    .and_then(|r| r.get("path"))
-                    .and_then(Value::as_str)
-                {
-                    self.own_removed.insert(decoded(path));
+            for (app_id, batch) in &entry.txns {
+                if app_id == run_id {
+                    self.last_batch = Some(self.last_batch.map_or(*batch, |b| b.max(*batch)));
                 }
-                if let Some(path) = action
-                    .get("add")
-                    .and_then(|r| r.get("path"))
-                    .and_then(Value::as_str)
-                {
-                    let path = decoded(path);
-                    let name = path.rsplit('/').next().unwrap_or(&path).to_string();
-                    self.own_added_names.insert(name);
-                }
-                if let Some(txn) = action.get("txn")
-                    && txn.get("appId").and_then(Value::as_str) == Some(run_id)
-                    && let Some(batch) = txn.get("version").and_then(Value::as_i64)
-                {
-                    self.last_batch = Some(self.last_batch.map_or(batch, |b| b.max(batch)));
-                }
-                continue;
             }
-            if self.schema_change.is_none() {
-                if action.get("metaData").is_some() {
+            return Ok(());
+        }
+        // Every file another writer removed or re-added is a conflict for the bins that
+        // read it; row IDs are not (each batch assigns its own past the high-water mark).
+        for found in conflict::conflicts(&entry, false, |_| true) {
+            match found {
+                Conflict::Metadata if self.schema_change.is_none() => {
                     self.schema_change = Some((version, "changed the table metadata"));
-                } else if action.get("protocol").is_some() {
+                }
+                Conflict::Protocol if self.schema_change.is_none() => {
                     self.schema_change = Some((version, "changed the table protocol"));
                 }
-            }
-            for (kind, verb) in [("remove", "removed"), ("add", "re-added")] {
-                if let Some(path) = action
-                    .get(kind)
-                    .and_then(|a| a.get("path"))
-                    .and_then(Value::as_str)
-                {
-                    self.touched.entry(decoded(path)).or_insert((version, verb));
+                Conflict::Metadata | Conflict::Protocol | Conflict::RowIds => {}
+                Conflict::File { path, action } => {
+                    self.touched
+                        .entry(path.to_string())
+                        .or_insert((version, conflict::verb(action)));
                 }
             }
         }

@@ -35,6 +35,8 @@
 //! materialized columns). Removes repeat the removed file's `baseRowId` and
 //! `defaultRowCommitVersion`.
 
+pub(crate) mod conflict;
+
 use std::collections::{HashMap, HashSet};
 
 use chrono::Utc;
@@ -48,6 +50,7 @@ use crate::error::{Error, Result, Setting};
 use crate::plan::Plan;
 use crate::rewrite::BinOutcome;
 use crate::table::TableView;
+use crate::table::log::CommitEntry;
 
 /// How many lost races (another writer took the version this run tried) a run survives
 /// before it gives up. Each lost race checks every newer commit in one pass and retries at
@@ -712,7 +715,7 @@ pub const PROP_ENABLE_IN_COMMIT_TIMESTAMPS: &str = "delta.enableInCommitTimestam
 /// `i64::MIN` when it has none.
 ///
 /// # Errors
-/// [`Error::DamagedLog`] when the commit cannot be read; [`Error::Json`] when a line of it
+/// [`Error::DamagedLog`] when the commit cannot be read; or when a line of it
 /// is not JSON.
 async fn previous_in_commit_timestamp(
     table: &TableView,
@@ -723,21 +726,10 @@ async fn previous_in_commit_timestamp(
         Ok(Some(bytes)) => bytes,
         Ok(None) | Err(_) => return Err(damaged_entry(table, version)),
     };
-    let text = String::from_utf8_lossy(&bytes);
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let action: Value = serde_json::from_str(line).map_err(|source| Error::Json {
-            context: format!("reading commit {version}"),
-            source,
-        })?;
-        if let Some(ict) = action
-            .get("commitInfo")
-            .and_then(|c| c.get("inCommitTimestamp"))
-            .and_then(Value::as_i64)
-        {
-            return Ok(ict);
-        }
-    }
-    Ok(i64::MIN)
+    Ok(CommitEntry::read(table, version, &bytes)?
+        .commit_info_field("inCommitTimestamp")
+        .and_then(Value::as_i64)
+        .unwrap_or(i64::MIN))
 }
 
 /// The log entry at `version` exists (the atomic create refused it) but cannot be read.
@@ -751,7 +743,8 @@ fn damaged_entry(table: &TableView, version: u64) -> Error {
     }
 }
 
-/// Checks commit `version` (its `bytes`) of another writer against this run's rewrite.
+/// Checks commit `version` (its `bytes`) of another writer against this run's rewrite
+/// ([`conflict::conflicts`]).
 fn check_winning_commit(
     table: &TableView,
     version: u64,
@@ -759,55 +752,14 @@ fn check_winning_commit(
     rewritten: &HashSet<&str>,
     tracks_rows: bool,
 ) -> Result<()> {
-    let text = String::from_utf8_lossy(bytes);
-    let conflict = |reason: String| Error::ConcurrentModification {
-        table: table.display_location(),
-        read_version: table.version,
-        winning_version: version,
-        reason,
-    };
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let action: Value = serde_json::from_str(line).map_err(|source| Error::Json {
-            context: format!("reading commit {version}"),
-            source,
-        })?;
-        if action.get("metaData").is_some() {
-            return Err(conflict("changed the table metadata".into()));
-        }
-        if action.get("protocol").is_some() {
-            return Err(conflict("changed the table protocol".into()));
-        }
-        if tracks_rows
-            && action
-                .get("domainMetadata")
-                .and_then(|d| d.get("domain"))
-                .and_then(Value::as_str)
-                == Some(crate::table::row_tracking::ROW_TRACKING_DOMAIN)
-        {
-            return Err(conflict(
-                "assigned row IDs, so the ones this run chose may be taken".into(),
-            ));
-        }
-        for kind in ["remove", "add"] {
-            let Some(path) = action
-                .get(kind)
-                .and_then(|a| a.get("path"))
-                .and_then(Value::as_str)
-            else {
-                continue;
-            };
-            let decoded = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
-            if rewritten.contains(decoded.as_ref()) {
-                let verb = if kind == "remove" {
-                    "removed"
-                } else {
-                    "re-added"
-                };
-                return Err(conflict(format!(
-                    "{verb} data file '{decoded}', which this run rewrote"
-                )));
-            }
-        }
+    let entry = CommitEntry::read(table, version, bytes)?;
+    match conflict::conflicts(&entry, tracks_rows, |path| rewritten.contains(path)).next() {
+        Some(found) => Err(Error::ConcurrentModification {
+            table: table.display_location(),
+            read_version: table.version,
+            winning_version: version,
+            reason: found.reason(),
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
