@@ -67,6 +67,7 @@ pub mod pruning;
 pub mod recommend;
 pub mod report;
 pub mod rewrite;
+pub mod simulate;
 pub mod size;
 pub mod sweep;
 pub mod table;

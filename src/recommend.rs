@@ -46,7 +46,7 @@ use crate::error::{Error, Result};
 use crate::filter::RowFilter;
 use crate::predicate::Predicate;
 use crate::report::score::{WorkloadScore, score};
-use crate::sweep::Layout;
+use crate::simulate::Layout;
 use crate::table::TableView;
 use crate::workload::Workload;
 
@@ -412,7 +412,7 @@ pub async fn recommend(
     } else {
         train.clone()
     };
-    let job = crate::sweep::EstimateJob {
+    let job = crate::simulate::EstimateJob {
         layouts,
         target_sizes: options.target_sizes.clone(),
         fraction,
@@ -435,7 +435,7 @@ pub async fn recommend(
                 .transpose()?,
         }
     };
-    let estimates = crate::sweep::estimate_layouts(table.clone(), &job, &|| {}).await?;
+    let estimates = crate::simulate::estimate_layouts(table.clone(), &job, &|| {}).await?;
     let mut candidates = Vec::with_capacity(estimates.len());
     for estimated in estimates {
         let (train, test) = (train.clone(), test.clone());

@@ -291,7 +291,7 @@ fn sweep_counts_combinations() {
     let recorder = Arc::new(Recorder::default());
     let options = delta_layout::sweep::SweepOptions {
         target_sizes: vec![2048, 65536],
-        layouts: vec![delta_layout::sweep::Layout::Compact],
+        layouts: vec![delta_layout::simulate::Layout::Compact],
         sample: None,
         scratch: None,
         report: delta_layout::report::ReportOptions {

@@ -9,7 +9,8 @@ use delta_layout::plan::PlanOptions;
 use delta_layout::plan::cluster::ClusterRequest;
 use delta_layout::progress::NoProgress;
 use delta_layout::report::{Analysis, ReportOptions};
-use delta_layout::sweep::{Combination, Layout, SweepOptions, SweepReport, sweep};
+use delta_layout::simulate::Layout;
+use delta_layout::sweep::{Combination, SweepOptions, SweepReport, sweep};
 
 use crate::fixture::{self, Fixture, load};
 
@@ -146,7 +147,7 @@ fn a_combination_equals_report_on_a_table_optimized_the_same_way() {
         for (file, rows) in table.files.iter().zip(&hashes) {
             if rows
                 .iter()
-                .any(|h| delta_layout::sweep::updated(*h, fraction, report_options.seed))
+                .any(|h| delta_layout::simulate::updated(*h, fraction, report_options.seed))
             {
                 bytes += file.size_bytes;
             }

@@ -198,7 +198,7 @@ pub fn sweep_options(
     args: &SweepArgs,
     clustering_columns: Option<&[String]>,
 ) -> anyhow::Result<delta_layout::sweep::SweepOptions> {
-    use delta_layout::sweep::Layout;
+    use delta_layout::simulate::Layout;
     let mut target_sizes = Vec::new();
     for text in &args.target_sizes {
         let bytes =

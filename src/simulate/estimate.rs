@@ -1,5 +1,5 @@
-//! `sweep --estimate`: each combination's files computed from the table's rows, without
-//! writing Parquet.
+//! A layout's files computed from the table's rows, without writing Parquet (`sweep
+//! --estimate`, `recommend`).
 //!
 //! The table's rows (the same seeded sample a build reads) are read once, projected onto the
 //! columns the report and the layouts need. For each combination, the plan is made as a
@@ -37,7 +37,7 @@ use crate::table::{DataFile, LeafColumn, TableView};
 /// The table's rows as the estimates read them: per file of the table, its live (sampled)
 /// rows projected onto the columns an estimate needs, and per row which simulated updates
 /// touch it.
-pub(super) struct Rows {
+pub(crate) struct Rows {
     /// Per file of `table.files`: its batches, in file order.
     batches: Vec<Vec<RecordBatch>>,
     /// Per file: per row, bit `k` set when the update of `UPDATE_FRACTIONS[k]` touches it.
@@ -51,7 +51,7 @@ impl Rows {
     ///
     /// # Errors
     /// The read errors of the files ([`Error::DataFile`]); [`Error::Cancelled`].
-    pub(super) fn read(
+    pub(crate) fn read(
         table: &TableView,
         reader: &Reader,
         leaves: &[LeafColumn],
@@ -113,7 +113,7 @@ fn project(batch: &RecordBatch, keep: &[&str]) -> Result<RecordBatch> {
 
 /// One estimated layout: `table` with its files replaced by the estimated ones, and per
 /// update fraction, per file, whether the update touches the file.
-pub(super) struct Estimated {
+pub(crate) struct Estimated {
     /// The table with the estimated files.
     pub table: TableView,
     /// Per fraction of `UPDATE_FRACTIONS`, per file of `table`.
@@ -121,7 +121,7 @@ pub(super) struct Estimated {
 }
 
 /// How an estimate writes its files' stats and sizes.
-pub(super) struct Settings {
+pub(crate) struct Settings {
     /// The columns whose stats written files carry (the indexed columns and the clustering
     /// columns, as a build collects them), of those read.
     pub stats_leaves: Vec<LeafColumn>,
@@ -140,7 +140,7 @@ pub(super) struct Settings {
 ///
 /// # Errors
 /// [`Error::Arrow`] for rows that cannot be keyed or gathered; [`Error::Cancelled`].
-pub(super) fn estimate(
+pub(crate) fn estimate(
     table: &TableView,
     plan: &Plan,
     rows: &Rows,
