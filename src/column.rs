@@ -9,8 +9,13 @@
 //! Source: Spark SQL's identifier grammar (`multipartIdentifier`, `quoteIfNeeded`), which
 //! Delta uses for `delta.dataSkippingStatsColumns` and clustering columns.
 
-use deltalake::arrow::array::{Array as _, ArrayRef, AsArray as _, RecordBatch, StructArray};
+use std::sync::Arc;
+
+use deltalake::arrow::array::{
+    Array as _, ArrayRef, AsArray as _, Float32Array, Float64Array, RecordBatch, StructArray,
+};
 use deltalake::arrow::buffer::NullBuffer;
+use deltalake::arrow::datatypes::{DataType, Float32Type, Float64Type};
 
 use crate::error::{Error, Result};
 
@@ -194,6 +199,41 @@ pub(crate) fn with_nulls(array: &ArrayRef, nulls: Option<NullBuffer>) -> Result<
         .build()
         .map_err(|e| Error::arrow("collecting stats", e))?;
     Ok(deltalake::arrow::array::make_array(data))
+}
+
+/// Replaces `-0.0` by `0.0` and every NaN by one canonical NaN, so that arrow's row format
+/// (the curves' sort keys, [`crate::curve::keys`]) and value comparisons order floats by one
+/// total order (IEEE 754 `totalOrder` with one NaN, greatest). Other arrays pass through.
+pub(crate) fn normalize(array: &ArrayRef) -> ArrayRef {
+    match array.data_type() {
+        DataType::Float32 => {
+            let a = array.as_primitive::<Float32Type>();
+            let out: Float32Array = a.unary(|v| {
+                if v.is_nan() {
+                    f32::NAN
+                } else if v == 0.0 {
+                    0.0
+                } else {
+                    v
+                }
+            });
+            Arc::new(out)
+        }
+        DataType::Float64 => {
+            let a = array.as_primitive::<Float64Type>();
+            let out: Float64Array = a.unary(|v| {
+                if v.is_nan() {
+                    f64::NAN
+                } else if v == 0.0 {
+                    0.0
+                } else {
+                    v
+                }
+            });
+            Arc::new(out)
+        }
+        _ => array.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ fn prepared(column: &ColumnRef, array: &ArrayRef) -> Result<ArrayRef> {
     } else {
         array.clone()
     };
-    Ok(crate::curve::keys::normalize(&array))
+    Ok(crate::column::normalize(&array))
 }
 
 fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) -> Result<Node> {

@@ -36,11 +36,8 @@
 //! row-format conversion; other types (`Decimal256`, `Float16`, fixed-size binary, ...) go
 //! through the row format. Both paths give the same bucket for every value (tested).
 
-use std::sync::Arc;
-
 use deltalake::arrow::array::{
-    Array, ArrayRef, ArrowPrimitiveType, AsArray, Float32Array, Float64Array, PrimitiveArray,
-    UInt32Array,
+    Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, UInt32Array,
 };
 use deltalake::arrow::compute::SortOptions;
 use deltalake::arrow::datatypes::{
@@ -55,6 +52,7 @@ use deltalake::arrow::row::{OwnedRow, RowConverter, SortField};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 
+use crate::column::normalize;
 use crate::error::{Error, Result};
 
 /// Default reservoir size per column, rows: 100,000 values give quantiles within about 0.3%
@@ -78,40 +76,6 @@ fn converter(data_type: &DataType) -> Result<RowConverter> {
         },
     )])
     .map_err(|e| Error::arrow("preparing clustering keys", e))
-}
-
-/// Replaces `-0.0` by `0.0` and every NaN by one canonical NaN, so the row format's total
-/// order matches the documented one. Other arrays pass through.
-pub(crate) fn normalize(array: &ArrayRef) -> ArrayRef {
-    match array.data_type() {
-        DataType::Float32 => {
-            let a = array.as_primitive::<Float32Type>();
-            let out: Float32Array = a.unary(|v| {
-                if v.is_nan() {
-                    f32::NAN
-                } else if v == 0.0 {
-                    0.0
-                } else {
-                    v
-                }
-            });
-            Arc::new(out)
-        }
-        DataType::Float64 => {
-            let a = array.as_primitive::<Float64Type>();
-            let out: Float64Array = a.unary(|v| {
-                if v.is_nan() {
-                    f64::NAN
-                } else if v == 0.0 {
-                    0.0
-                } else {
-                    v
-                }
-            });
-            Arc::new(out)
-        }
-        _ => array.clone(),
-    }
 }
 
 /// A uniform, seeded sample of one column's values (Vitter's Algorithm R), kept in Arrow's
@@ -734,10 +698,12 @@ impl ColumnBuckets {
     reason = "test data of known small ranges"
 )]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use deltalake::arrow::array::{
-        BinaryArray, BooleanArray, Date32Array, Decimal128Array, Int8Array, Int64Array,
-        StringArray, TimestampMicrosecondArray,
+        BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int8Array,
+        Int64Array, StringArray, TimestampMicrosecondArray,
     };
     use deltalake::arrow::compute::kernels::cmp::lt;
 

@@ -692,7 +692,7 @@ fn rank_column(column: &ColumnRef, input: &BuildInput<'_>) -> Result<RankedColum
         });
     }
     let raw = crate::column::leaf_values(input.sample, &column.physical)?;
-    let array = crate::curve::keys::normalize(&raw);
+    let array = crate::column::normalize(&raw);
     let converter = RowConverter::new(vec![SortField::new(array.data_type().clone())])
         .map_err(|e| Error::arrow("ranking sample values", e))?;
     let rows = converter
