@@ -10,6 +10,7 @@ mod faults;
 mod features;
 mod fixture;
 mod history;
+mod layers;
 mod progress;
 mod report;
 mod rewrite;
