@@ -576,6 +576,7 @@ fn build(
     let sizes: Vec<u64> = table.files.iter().map(|f| f.size_bytes).collect();
     let total_bytes: u64 = sizes.iter().sum();
     let file_count = table.files.len();
+    let files = score::ScoredFiles::of(table);
 
     // Evaluate every generated query on this version.
     // (A query on a column this version lacks is left out: its outcome is never looked up.)
@@ -587,7 +588,7 @@ fn build(
                 .iter()
                 .all(|p| analysis.columns.iter().any(|c| &c.logical == p))
             {
-                evaluate(analysis, q, &sizes, total_bytes)
+                evaluate(analysis, &files, q, total_bytes)
             } else {
                 Ok(QueryOutcome::default())
             }
@@ -670,14 +671,11 @@ fn build(
         .predicates
         .iter()
         .map(|p| {
-            let keep = analysis.may_match(p)?;
-            let (mut files_scanned, mut bytes_scanned) = (0u64, 0u64);
-            for (k, size) in keep.iter().zip(&sizes) {
-                if *k {
-                    files_scanned += 1;
-                    bytes_scanned += size;
-                }
-            }
+            let score::Scan {
+                files: files_scanned,
+                bytes: bytes_scanned,
+                ..
+            } = score::scan(analysis, &files, p)?;
             Ok(PredicateReport {
                 predicate: p.to_string(),
                 files_scanned,
@@ -727,22 +725,17 @@ struct QueryOutcome {
     ideal_fraction: f64,
 }
 
+/// One generated query on one version, counted by the one scorer ([`score::scan`]).
 fn evaluate(
     analysis: &Analysis<'_>,
+    files: &score::ScoredFiles,
     query: &Query,
-    sizes: &[u64],
     total_bytes: u64,
 ) -> Result<QueryOutcome> {
-    let pruner = Pruner::new(analysis.table, &query.predicate)?;
-    let keep = analysis.prune(&pruner);
-    let (mut skipped, mut skipped_bytes) = (0usize, 0u64);
-    for (k, size) in keep.iter().zip(sizes) {
-        if !*k {
-            skipped += 1;
-            skipped_bytes += size;
-        }
-    }
-    let n = keep.len();
+    let scanned = score::scan(analysis, files, &query.predicate)?;
+    let n = analysis.table.files.len();
+    let skipped = n - usize::try_from(scanned.files).unwrap_or(n);
+    let skipped_bytes = total_bytes - scanned.bytes;
     #[expect(clippy::cast_precision_loss, reason = "fractions")]
     Ok(QueryOutcome {
         files_fraction: fraction(skipped, n),
@@ -764,7 +757,7 @@ fn summarize(outcomes: &[&QueryOutcome]) -> SkipSummary {
         v.sort_by(f64::total_cmp);
         #[expect(clippy::cast_precision_loss, reason = "an average")]
         let avg = v.iter().sum::<f64>() / v.len() as f64;
-        (avg, percentile(&v, 0.5), percentile(&v, 0.9))
+        (avg, score::percentile(&v, 50), score::percentile(&v, 90))
     };
     let (fa, f50, f90) = stats(&|o| o.files_fraction);
     let (ba, b50, b90) = stats(&|o| o.bytes_fraction);
@@ -779,21 +772,6 @@ fn summarize(outcomes: &[&QueryOutcome]) -> SkipSummary {
         skipped_bytes_fraction_p90: b90,
         ideal_skipped_files_fraction_avg: ia,
     }
-}
-
-/// Nearest-rank percentile of sorted values.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss,
-        reason = "an index"
-    )]
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
 }
 
 #[expect(clippy::cast_precision_loss, reason = "a fraction")]

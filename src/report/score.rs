@@ -68,6 +68,110 @@ pub struct WorkloadScore {
     pub cut_trees: Vec<TreeFiles>,
 }
 
+/// A table's files as the scorer counts them: per file (in the order of `table.files`) its
+/// bytes and live rows (`numRecords` less deleted rows; a file without a row count counts 0).
+pub(crate) struct ScoredFiles {
+    sizes: Vec<u64>,
+    rows: Vec<u64>,
+}
+
+impl ScoredFiles {
+    /// The files of `table`.
+    pub(crate) fn of(table: &TableView) -> Self {
+        ScoredFiles {
+            sizes: table.files.iter().map(|f| f.size_bytes).collect(),
+            rows: table
+                .files
+                .iter()
+                .map(|f| f.num_live_rows().unwrap_or(0))
+                .collect(),
+        }
+    }
+}
+
+/// What one predicate scans: the files min/max pruning keeps, their bytes and live rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Scan {
+    /// Files kept.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Their live rows.
+    pub rows: u64,
+}
+
+/// The one scorer: what `predicate` scans of `files` after min/max pruning with `analysis`'s
+/// bounds ([`Analysis::may_match`]). `report`, `report --workload`, `sweep` and `recommend`
+/// all count through it.
+///
+/// # Errors
+/// What [`Analysis::may_match`] returns for a predicate that does not fit the table.
+pub(crate) fn scan(
+    analysis: &Analysis<'_>,
+    files: &ScoredFiles,
+    predicate: &crate::predicate::Predicate,
+) -> Result<Scan> {
+    let keep = analysis.may_match(predicate)?;
+    let mut scan = Scan::default();
+    for ((k, size), rows) in keep.iter().zip(&files.sizes).zip(&files.rows) {
+        if *k {
+            scan.files += 1;
+            scan.bytes += size;
+            scan.rows += rows;
+        }
+    }
+    Ok(scan)
+}
+
+/// Weighted averages per run of a workload's scans.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct PerRun {
+    /// Runs in all (the sum of the weights).
+    pub runs: u64,
+    /// Files scanned per run.
+    pub files: f64,
+    /// Bytes scanned per run.
+    pub bytes: f64,
+    /// Rows in the scanned files per run.
+    pub rows: f64,
+}
+
+/// The averages of `scans` weighted by their runs (0 when there are no runs).
+#[expect(clippy::cast_precision_loss, reason = "averages")]
+pub(crate) fn per_run(scans: impl IntoIterator<Item = (Scan, u64)>) -> PerRun {
+    let mut sum = PerRun::default();
+    for (scan, weight) in scans {
+        let w = weight as f64;
+        sum.runs += weight;
+        sum.files += w * scan.files as f64;
+        sum.bytes += w * scan.bytes as f64;
+        sum.rows += w * scan.rows as f64;
+    }
+    if sum.runs == 0 {
+        return PerRun::default();
+    }
+    let runs = sum.runs as f64;
+    PerRun {
+        runs: sum.runs,
+        files: sum.files / runs,
+        bytes: sum.bytes / runs,
+        rows: sum.rows / runs,
+    }
+}
+
+/// The nearest-rank `percent`th percentile of `sorted` (ascending): the value at rank
+/// `ceil(percent / 100 x n)`, at least the first; the default (0) when empty. Source: the
+/// nearest-rank method (NIST/SEMATECH e-Handbook, "Percentiles").
+pub(crate) fn percentile<T: Copy + Default>(sorted: &[T], percent: usize) -> T {
+    if sorted.is_empty() {
+        return T::default();
+    }
+    let rank = (percent * sorted.len())
+        .div_ceil(100)
+        .clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
 /// Scores `table`'s files on `workload`.
 ///
 /// # Errors
@@ -81,63 +185,45 @@ pub fn score(table: &TableView, workload: &Workload) -> Result<WorkloadScore> {
         }
     }
     let analysis = Analysis::new(table, Some(&names))?;
-    let sizes: Vec<u64> = table.files.iter().map(|f| f.size_bytes).collect();
-    let rows: Vec<u64> = table
-        .files
-        .iter()
-        .map(|f| f.num_live_rows().unwrap_or(0))
-        .collect();
+    let files = ScoredFiles::of(table);
     let per_query = workload
         .queries
         .iter()
         .map(|q| {
-            let keep = analysis
-                .may_match(&q.predicate)
-                .map_err(|e| Error::InvalidWorkload {
+            let found =
+                scan(&analysis, &files, &q.predicate).map_err(|e| Error::InvalidWorkload {
                     file: workload.source.clone(),
                     line: q.line,
                     message: e.to_string(),
                 })?;
-            let mut score = QueryScore {
+            Ok(QueryScore {
                 predicate: q.predicate.to_string(),
                 weight: q.weight,
-                files_scanned: 0,
-                bytes_scanned: 0,
-                rows_scanned: 0,
-            };
-            for ((k, size), r) in keep.iter().zip(&sizes).zip(&rows) {
-                if *k {
-                    score.files_scanned += 1;
-                    score.bytes_scanned += size;
-                    score.rows_scanned += r;
-                }
-            }
-            Ok(score)
+                files_scanned: found.files,
+                bytes_scanned: found.bytes,
+                rows_scanned: found.rows,
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(summarize(table, per_query))
 }
 
 /// The weighted averages of per-query figures over `table`'s files.
-#[expect(clippy::cast_precision_loss, reason = "averages")]
+#[expect(clippy::cast_precision_loss, reason = "shares")]
 fn summarize(table: &TableView, per_query: Vec<QueryScore>) -> WorkloadScore {
     let files = table.files.len() as u64;
     let bytes: u64 = table.files.iter().map(|f| f.size_bytes).sum();
     let rows: u64 = table.files.iter().filter_map(|f| f.num_live_rows()).sum();
-    let runs: u64 = per_query.iter().map(|q| q.weight).sum();
-    let average = |value: &dyn Fn(&QueryScore) -> u64| -> f64 {
-        if runs == 0 {
-            return 0.0;
-        }
-        per_query
-            .iter()
-            .map(|q| q.weight as f64 * value(q) as f64)
-            .sum::<f64>()
-            / runs as f64
-    };
-    let files_scanned = average(&|q| q.files_scanned);
-    let bytes_scanned = average(&|q| q.bytes_scanned);
-    let rows_scanned = average(&|q| q.rows_scanned);
+    let averages = per_run(per_query.iter().map(|q| {
+        let scan = Scan {
+            files: q.files_scanned,
+            bytes: q.bytes_scanned,
+            rows: q.rows_scanned,
+        };
+        (scan, q.weight)
+    }));
+    let (runs, files_scanned, bytes_scanned, rows_scanned) =
+        (averages.runs, averages.files, averages.bytes, averages.rows);
     let skipped = |scanned: f64, total: u64| {
         if total == 0 {
             0.0

@@ -44,6 +44,7 @@ use crate::error::{Error, Result};
 use crate::optimize::{OptimizeOptions, optimize};
 use crate::predicate::Predicate;
 use crate::progress::{Phase, Progress, Scope};
+use crate::report::score::{ScoredFiles, per_run, percentile, scan};
 use crate::report::{Analysis, ReportOptions};
 use crate::simulate::{
     EstimateJob, Layout, UPDATE_FRACTIONS, as_layout_error, estimate_layouts, layout_plan, updated,
@@ -611,30 +612,14 @@ fn measure(
             .map(|q| (q.predicate, 1))
             .collect(),
     };
+    let files = ScoredFiles::of(table);
+    let averages = per_run(
+        predicates
+            .iter()
+            .map(|(predicate, weight)| Ok((scan(&analysis, &files, predicate)?, *weight)))
+            .collect::<Result<Vec<_>>>()?,
+    );
     let sizes: Vec<u64> = table.files.iter().map(|f| f.size_bytes).collect();
-    let rows: Vec<u64> = table
-        .files
-        .iter()
-        .map(|f| f.num_live_rows().unwrap_or(0))
-        .collect();
-    let (mut files_scanned, mut bytes_scanned, mut rows_scanned) = (0f64, 0f64, 0f64);
-    for (predicate, weight) in &predicates {
-        let keep = analysis.may_match(predicate)?;
-        #[expect(clippy::cast_precision_loss, reason = "averages")]
-        let w = *weight as f64;
-        for (i, k) in keep.iter().enumerate() {
-            if *k {
-                files_scanned += w;
-                #[expect(clippy::cast_precision_loss, reason = "averages")]
-                {
-                    bytes_scanned += w * sizes[i] as f64;
-                    rows_scanned += w * rows[i] as f64;
-                }
-            }
-        }
-    }
-    #[expect(clippy::cast_precision_loss, reason = "averages")]
-    let n = predicates.iter().map(|(_, w)| *w).sum::<u64>().max(1) as f64;
     let touched = match touched {
         Some(touched) => touched,
         None => files_touched(table, &UPDATE_FRACTIONS, options.seed)?,
@@ -649,13 +634,6 @@ fn measure(
     };
     let mut sorted = sizes.clone();
     sorted.sort_unstable();
-    let rank = |p: usize| -> u64 {
-        if sorted.is_empty() {
-            return 0;
-        }
-        let index = (p * sorted.len()).div_ceil(100).max(1) - 1;
-        sorted[index.min(sorted.len() - 1)]
-    };
     let bytes: u64 = sizes.iter().sum();
     let combination = Combination {
         layout: String::new(),
@@ -664,12 +642,12 @@ fn measure(
         files: sizes.len() as u64,
         bytes,
         mean_file_bytes: bytes / (sizes.len().max(1) as u64),
-        p10_file_bytes: rank(10),
-        p90_file_bytes: rank(90),
+        p10_file_bytes: percentile(&sorted, 10),
+        p90_file_bytes: percentile(&sorted, 90),
         queries: predicates.len(),
-        files_scanned_avg: files_scanned / n,
-        bytes_scanned_avg: bytes_scanned / n,
-        rows_scanned_avg: rows_scanned / n,
+        files_scanned_avg: averages.files,
+        bytes_scanned_avg: averages.bytes,
+        rows_scanned_avg: averages.rows,
         rewrite_bytes_0_1pct: rewrite(0),
         rewrite_bytes_1pct: rewrite(1),
         build_ms: 0,
