@@ -32,11 +32,10 @@ use deltalake::arrow::compute::kernels::boolean::{and_kleene, not, or_kleene};
 use deltalake::arrow::compute::kernels::cmp;
 use deltalake::arrow::compute::{CastOptions, cast_with_options, is_not_null, is_null};
 use deltalake::arrow::datatypes::{DataType as ArrowType, TimeUnit};
-use deltalake::kernel::DataType;
 
+use crate::bound::{BoundNode, BoundPredicate, ColumnRef};
 use crate::error::{Error, Result};
 use crate::predicate::{CompareOp, Literal, Predicate, typed_literal};
-use crate::pruning::ColumnRef;
 use crate::table::TableView;
 use crate::value::Typed;
 
@@ -66,9 +65,11 @@ impl RowFilter {
     /// [`Error::UnknownColumn`] for a column the table lacks or that has no order;
     /// [`Error::InvalidPredicate`] for a literal that does not fit its column's type.
     pub fn new(table: &TableView, predicate: &Predicate) -> Result<Self> {
-        let mut columns: Vec<ColumnRef> = Vec::new();
-        let root = bind(table, predicate, &mut columns)?;
-        Ok(Self { columns, root })
+        let bound = BoundPredicate::new(table, predicate)?;
+        Ok(Self {
+            root: lower(&bound.root),
+            columns: bound.columns,
+        })
     }
 
     /// The columns the predicate reads.
@@ -195,74 +196,27 @@ fn prepared(column: &ColumnRef, array: &ArrayRef) -> Result<ArrayRef> {
     Ok(crate::column::normalize(&array))
 }
 
-fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) -> Result<Node> {
-    let mut index_of = |path: &[String]| -> Result<usize> {
-        let column = ColumnRef::resolve(table, path)?;
-        Ok(
-            match columns.iter().position(|c| c.physical == column.physical) {
-                Some(i) => i,
-                None => {
-                    columns.push(column);
-                    columns.len() - 1
-                }
-            },
-        )
-    };
-    let check = |path: &[String], literal: &Literal, data_type: &DataType| -> Result<()> {
-        typed_literal(path, data_type, literal).map(|_| ())
-    };
-    Ok(match predicate {
-        Predicate::And(a, b) => Node::And(
-            Box::new(bind(table, a, columns)?),
-            Box::new(bind(table, b, columns)?),
+/// The bound predicate lowered to the row filter's nodes: `IS NULL` as a kernel of its own,
+/// `BETWEEN` as its two comparisons (`x >= low AND x <= high`, exact under three-valued
+/// logic), literals kept as written for exact comparisons.
+fn lower(node: &BoundNode) -> Node {
+    match node {
+        BoundNode::And(a, b) => Node::And(Box::new(lower(a)), Box::new(lower(b))),
+        BoundNode::Or(a, b) => Node::Or(Box::new(lower(a)), Box::new(lower(b))),
+        BoundNode::Not(a) => match a.as_ref() {
+            BoundNode::IsNull(c) => Node::IsNull(*c, true),
+            other => Node::Not(Box::new(lower(other))),
+        },
+        BoundNode::IsNull(c) => Node::IsNull(*c, false),
+        BoundNode::Compare(c, op, value) => Node::Compare(*c, *op, value.literal.clone()),
+        BoundNode::Between(c, low, high) => Node::And(
+            Box::new(Node::Compare(*c, CompareOp::GtEq, low.literal.clone())),
+            Box::new(Node::Compare(*c, CompareOp::LtEq, high.literal.clone())),
         ),
-        Predicate::Or(a, b) => Node::Or(
-            Box::new(bind(table, a, columns)?),
-            Box::new(bind(table, b, columns)?),
-        ),
-        Predicate::Not(a) => Node::Not(Box::new(bind(table, a, columns)?)),
-        Predicate::IsNull { column, negated } => Node::IsNull(index_of(column)?, *negated),
-        Predicate::Compare { column, op, value } => {
-            let i = index_of(column)?;
-            check(column, value, &columns[i].data_type)?;
-            Node::Compare(i, *op, value.clone())
+        BoundNode::In(c, values) => {
+            Node::In(*c, values.iter().map(|v| v.literal.clone()).collect())
         }
-        Predicate::In {
-            column,
-            values,
-            negated,
-        } => {
-            let i = index_of(column)?;
-            for value in values {
-                check(column, value, &columns[i].data_type)?;
-            }
-            let node = Node::In(i, values.clone());
-            if *negated {
-                Node::Not(Box::new(node))
-            } else {
-                node
-            }
-        }
-        Predicate::Between {
-            column,
-            low,
-            high,
-            negated,
-        } => {
-            let i = index_of(column)?;
-            check(column, low, &columns[i].data_type)?;
-            check(column, high, &columns[i].data_type)?;
-            let node = Node::And(
-                Box::new(Node::Compare(i, CompareOp::GtEq, low.clone())),
-                Box::new(Node::Compare(i, CompareOp::LtEq, high.clone())),
-            );
-            if *negated {
-                Node::Not(Box::new(node))
-            } else {
-                node
-            }
-        }
-    })
+    }
 }
 
 fn kleene(

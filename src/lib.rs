@@ -51,6 +51,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bound;
 pub mod column;
 pub mod commit;
 pub mod curve;

@@ -24,8 +24,9 @@ use deltalake::kernel::{DataType, PrimitiveType};
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
-use crate::predicate::{CompareOp, Literal, Predicate, typed_literal};
+use crate::bound::{BoundNode, BoundPredicate, ColumnRef};
+use crate::error::Result;
+use crate::predicate::{CompareOp, Predicate};
 use crate::table::{DataFile, TableView};
 use crate::value::{Typed, parse_typed};
 
@@ -33,125 +34,6 @@ use crate::value::{Typed, parse_typed};
 pub const PROP_STRING_PREFIX_LENGTH: &str = "delta.dataSkippingStringPrefixLength";
 /// Default of [`PROP_STRING_PREFIX_LENGTH`] (Delta Spark's).
 pub const DEFAULT_STRING_PREFIX_LENGTH: usize = 32;
-
-/// A column the report or a predicate refers to, resolved against the table schema.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ColumnRef {
-    /// Logical name, dotted for nested fields.
-    pub name: String,
-    /// Logical path, e.g. `["address", "city"]`.
-    pub logical: Vec<String>,
-    /// Physical path: the key path in `minValues`/`maxValues`/`nullCount`.
-    pub physical: Vec<String>,
-    /// The column's Delta type (a primitive type).
-    pub data_type: DataType,
-    /// Index into [`TableView::partition_columns`] for a partition column.
-    pub partition_index: Option<usize>,
-}
-
-impl ColumnRef {
-    /// Resolves a logical column path: an exact match first, then a unique case-insensitive
-    /// one (Delta column names are case-insensitive).
-    ///
-    /// # Errors
-    /// [`Error::UnknownColumn`] when the table has no such column (the message lists the
-    /// columns it has), or when the column's type has no order (arrays, maps, structs,
-    /// variants), so min/max stats cannot describe it.
-    pub fn resolve(table: &TableView, path: &[String]) -> Result<Self> {
-        let wanted = crate::column::format_path(path);
-        let mut candidates: Vec<Self> = table
-            .partition_columns
-            .iter()
-            .enumerate()
-            .filter_map(|(i, name)| {
-                let field = table.schema.fields().find(|f| f.name() == name)?;
-                Some(Self {
-                    name: crate::column::format_path(std::slice::from_ref(name)),
-                    logical: vec![name.clone()],
-                    physical: vec![table.partition_physical_names[i].clone()],
-                    data_type: field.data_type().clone(),
-                    partition_index: Some(i),
-                })
-            })
-            .collect();
-        candidates.extend(table.data_leaf_columns().into_iter().map(|leaf| Self {
-            name: leaf.display_name(),
-            logical: leaf.logical.clone(),
-            physical: leaf.physical.clone(),
-            data_type: leaf.data_type.clone(),
-            partition_index: None,
-        }));
-        let found = candidates
-            .iter()
-            .find(|c| c.logical == path)
-            .cloned()
-            .or_else(|| {
-                let folded: Vec<&Self> = candidates
-                    .iter()
-                    .filter(|c| crate::column::eq_ignore_case(&c.logical, path))
-                    .collect();
-                match folded.as_slice() {
-                    [one] => Some((*one).clone()),
-                    _ => None,
-                }
-            });
-        let Some(column) = found else {
-            // A struct: its fields are the columns with stats.
-            let fields: Vec<&str> = candidates
-                .iter()
-                .filter(|c| {
-                    c.logical.len() > path.len()
-                        && crate::column::eq_ignore_case(&c.logical[..path.len()], path)
-                })
-                .map(|c| c.name.as_str())
-                .collect();
-            if !fields.is_empty() {
-                return Err(Error::UnknownColumn {
-                    column: wanted,
-                    setting: None,
-                    message: format!(
-                        "is a struct, which has no min/max stats to skip on; compare its fields ({})",
-                        fields.join(", ")
-                    ),
-                });
-            }
-            if let Some(message) = crate::table::schema::void_column_message(&table.schema, path) {
-                return Err(Error::UnknownColumn {
-                    column: wanted,
-                    setting: None,
-                    message,
-                });
-            }
-            let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
-            return Err(Error::UnknownColumn {
-                column: wanted,
-                setting: None,
-                message: format!(
-                    "does not exist in table '{}' (columns: {})",
-                    table.display_location(),
-                    names.join(", ")
-                ),
-            });
-        };
-        if !is_orderable(&column.data_type) {
-            return Err(Error::UnknownColumn {
-                column: wanted,
-                setting: None,
-                message: format!(
-                    "has type {}, which has no min/max stats to skip on",
-                    column.data_type
-                ),
-            });
-        }
-        Ok(column)
-    }
-}
-
-/// Whether min/max stats can describe a column of this type.
-#[must_use]
-pub fn is_orderable(data_type: &DataType) -> bool {
-    matches!(data_type, DataType::Primitive(p) if !matches!(p, PrimitiveType::Binary))
-}
 
 /// What the log says about one column in one file.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -512,9 +394,11 @@ impl Pruner {
     /// [`Error::UnknownColumn`] for a column the table lacks or that has no order;
     /// [`Error::InvalidPredicate`] for a literal that does not fit its column's type.
     pub fn new(table: &TableView, predicate: &Predicate) -> Result<Self> {
-        let mut columns: Vec<ColumnRef> = Vec::new();
-        let root = bind(table, predicate, &mut columns)?;
-        Ok(Self { columns, root })
+        let bound = BoundPredicate::new(table, predicate)?;
+        Ok(Self {
+            root: lower(&bound.root),
+            columns: bound.columns,
+        })
     }
 
     /// The columns the predicate reads, in the order [`Pruner::may_match`] expects bounds.
@@ -998,93 +882,25 @@ fn between_possible(file: &FileBounds, low: &Typed, high: &Typed, float: bool) -
         || (float && matches!(high, Typed::Float(x) if x.is_nan()))
 }
 
-fn bind(table: &TableView, predicate: &Predicate, columns: &mut Vec<ColumnRef>) -> Result<Node> {
-    let mut column_index = |path: &[String]| -> Result<usize> {
-        let column = ColumnRef::resolve(table, path)?;
-        if let Some(i) = columns.iter().position(|c| c.logical == column.logical) {
-            return Ok(i);
-        }
-        columns.push(column);
-        Ok(columns.len() - 1)
-    };
-    Ok(match predicate {
-        Predicate::And(a, b) => Node::And(
-            Box::new(bind(table, a, columns)?),
-            Box::new(bind(table, b, columns)?),
-        ),
-        Predicate::Or(a, b) => Node::Or(
-            Box::new(bind(table, a, columns)?),
-            Box::new(bind(table, b, columns)?),
-        ),
-        Predicate::Not(a) => Node::Not(Box::new(bind(table, a, columns)?)),
-        Predicate::IsNull { column, negated } => {
-            let node = Node::IsNull(column_index(column)?);
-            if *negated {
-                Node::Not(Box::new(node))
-            } else {
-                node
-            }
-        }
-        Predicate::Compare { column, op, value } => {
-            let c = column_index(column)?;
-            Node::Compare(c, *op, literal(column, &columns[c].data_type, value)?)
-        }
-        Predicate::Between {
-            column,
-            low,
-            high,
-            negated,
-        } => {
-            let c = column_index(column)?;
-            let data_type = columns[c].data_type.clone();
-            let node = match (
-                literal(column, &data_type, low)?,
-                literal(column, &data_type, high)?,
-            ) {
-                (Some(low), Some(high)) => Node::Between(c, low, high),
-                // With a NULL bound it is (x >= low) AND (x <= high): never true.
-                (low, high) => Node::And(
-                    Box::new(Node::Compare(c, CompareOp::GtEq, low)),
-                    Box::new(Node::Compare(c, CompareOp::LtEq, high)),
-                ),
-            };
-            if *negated {
-                Node::Not(Box::new(node))
-            } else {
-                node
-            }
-        }
-        Predicate::In {
-            column,
-            values,
-            negated,
-        } => {
-            let c = column_index(column)?;
-            let data_type = columns[c].data_type.clone();
-            if values.is_empty() {
-                return Err(Error::InvalidPredicate {
-                    predicate: predicate.to_string(),
-                    message: "IN needs at least one value".into(),
-                });
-            }
-            let node = Node::In(
-                c,
-                values
-                    .iter()
-                    .map(|v| literal(column, &data_type, v))
-                    .collect::<Result<_>>()?,
-            );
-            if *negated {
-                Node::Not(Box::new(node))
-            } else {
-                node
-            }
-        }
-    })
-}
-
-fn literal(column: &[String], data_type: &DataType, value: &Literal) -> Result<Option<Typed>> {
-    typed_literal(column, data_type, value)
+/// The bound predicate lowered to the pruner's nodes: literals typed, `BETWEEN` with two
+/// non-null bounds kept whole (a file may match when its range meets `[low, high]`), with a
+/// NULL bound split into its two comparisons (never true).
+fn lower(node: &BoundNode) -> Node {
+    match node {
+        BoundNode::And(a, b) => Node::And(Box::new(lower(a)), Box::new(lower(b))),
+        BoundNode::Or(a, b) => Node::Or(Box::new(lower(a)), Box::new(lower(b))),
+        BoundNode::Not(a) => Node::Not(Box::new(lower(a))),
+        BoundNode::IsNull(c) => Node::IsNull(*c),
+        BoundNode::Compare(c, op, value) => Node::Compare(*c, *op, value.typed.clone()),
+        BoundNode::Between(c, low, high) => match (&low.typed, &high.typed) {
+            (Some(l), Some(h)) => Node::Between(*c, l.clone(), h.clone()),
+            (l, h) => Node::And(
+                Box::new(Node::Compare(*c, CompareOp::GtEq, l.clone())),
+                Box::new(Node::Compare(*c, CompareOp::LtEq, h.clone())),
+            ),
+        },
+        BoundNode::In(c, values) => Node::In(*c, values.iter().map(|v| v.typed.clone()).collect()),
+    }
 }
 
 #[cfg(test)]

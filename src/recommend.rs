@@ -589,13 +589,13 @@ fn candidate_columns(table: &TableView, workload: &Workload) -> Result<Vec<Colum
         let mut conjuncts = Vec::new();
         split_and(&query.predicate, &mut conjuncts);
         // Each column's conjuncts together (those naming one column only).
-        let mut per_column: Vec<(crate::pruning::ColumnRef, Vec<Predicate>)> = Vec::new();
+        let mut per_column: Vec<(crate::bound::ColumnRef, Vec<Predicate>)> = Vec::new();
         for conjunct in conjuncts {
             let columns = conjunct.columns();
             let [column] = columns.as_slice() else {
                 continue;
             };
-            let column = crate::pruning::ColumnRef::resolve(table, column)?;
+            let column = crate::bound::ColumnRef::resolve(table, column)?;
             if column.partition_index.is_some() {
                 continue;
             }

@@ -55,10 +55,11 @@ use deltalake::arrow::row::{RowConverter, SortField};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::bound::{ColumnRef, ColumnSet};
 use crate::error::{Error, Result};
 use crate::filter::RowFilter;
 use crate::predicate::{CompareOp, Literal, Predicate};
-use crate::pruning::{ColumnFiles, ColumnRef, FileBounds, Pruner, RankedBounds};
+use crate::pruning::{ColumnFiles, FileBounds, Pruner, RankedBounds};
 use crate::table::TableView;
 use crate::value::{Typed, parse_typed};
 use crate::workload::Workload;
@@ -319,7 +320,7 @@ impl CutTree {
     /// the table (a column renamed or dropped since the tree was built).
     pub fn bind(&self, table: &TableView) -> Result<BoundTree> {
         self.validate()?;
-        let mut columns: Vec<ColumnRef> = Vec::new();
+        let mut columns = ColumnSet::default();
         let mut cuts: Vec<Option<BoundCut>> = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {
             cuts.push(match node {
@@ -327,26 +328,14 @@ impl CutTree {
                 CutNode::Cut { cut, .. } => {
                     let predicate = Predicate::parse(cut)?;
                     let filter = RowFilter::new(table, &predicate)?;
-                    let slots = filter
-                        .columns()
-                        .iter()
-                        .map(
-                            |c| match columns.iter().position(|k| k.physical == c.physical) {
-                                Some(i) => i,
-                                None => {
-                                    columns.push(c.clone());
-                                    columns.len() - 1
-                                }
-                            },
-                        )
-                        .collect();
+                    let slots = filter.columns().iter().map(|c| columns.slot(c)).collect();
                     Some(BoundCut { filter, slots })
                 }
             });
         }
         Ok(BoundTree {
             tree: self.clone(),
-            columns,
+            columns: columns.into_columns(),
             cuts,
         })
     }
@@ -827,29 +816,18 @@ pub fn build(input: &BuildInput<'_>) -> Result<CutTree> {
     }
     // The queries and their columns.
     input.workload.bind(table)?;
-    let mut columns: Vec<ColumnRef> = Vec::new();
+    let mut columns = ColumnSet::default();
     let mut queries: Vec<BoundQuery> = Vec::new();
     for query in &input.workload.queries {
         let pruner = Pruner::new(table, &query.predicate)?;
-        let slots = pruner
-            .columns()
-            .iter()
-            .map(
-                |c| match columns.iter().position(|k| k.physical == c.physical) {
-                    Some(i) => i,
-                    None => {
-                        columns.push(c.clone());
-                        columns.len() - 1
-                    }
-                },
-            )
-            .collect();
+        let slots = pruner.columns().iter().map(|c| columns.slot(c)).collect();
         queries.push(BoundQuery {
             pruner,
             weight: query.weight as f64,
             columns: slots,
         });
     }
+    let columns = columns.into_columns();
     let ranked = columns
         .par_iter()
         .map(|c| rank_column(c, input))

@@ -1042,7 +1042,7 @@ impl Selection {
                     let bounds: Vec<crate::pruning::FileBounds> =
                         columns.iter().map(|c| c[f].clone()).collect();
                     let is_unknown =
-                        |c: &crate::pruning::ColumnRef, b: &crate::pruning::FileBounds| {
+                        |c: &crate::bound::ColumnRef, b: &crate::pruning::FileBounds| {
                             c.partition_index.is_none() && !b.has_range() && !b.all_null
                         };
                     let refs: Vec<&crate::pruning::FileBounds> = bounds.iter().collect();

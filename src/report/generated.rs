@@ -13,8 +13,8 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::bound::ColumnRef;
 use crate::predicate::{CompareOp, Predicate};
-use crate::pruning::ColumnRef;
 use crate::report::ReportOptions;
 use crate::report::model::ColumnModel;
 

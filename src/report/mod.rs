@@ -14,8 +14,6 @@
 //!
 //! Rendering (terminal, JSON, [`html`]) is kept apart from the figures.
 
-/// File pruning lives in [`crate::pruning`]; this path stays for existing callers.
-pub use crate::pruning as bounds;
 pub mod generated;
 pub mod html;
 pub(crate) mod model;
@@ -25,13 +23,12 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
+use crate::bound::{ColumnRef, has_min_max};
 use crate::error::{Error, Result};
 use crate::inspect::{SizeBucket, size_histogram};
 use crate::plan::TargetSource;
 use crate::predicate::Predicate;
-use crate::pruning::{
-    ColumnFiles, ColumnRef, FileBounds, Pruner, RankedBounds, is_orderable, string_prefix_length,
-};
+use crate::pruning::{ColumnFiles, FileBounds, Pruner, RankedBounds, string_prefix_length};
 use crate::table::TableView;
 use generated::{Query, QueryKind, Workload};
 use model::ColumnModel;
@@ -815,7 +812,7 @@ fn default_columns(table: &TableView, prefix_length: usize) -> Vec<(ColumnRef, V
         }
     }
     for leaf in table.data_leaf_columns() {
-        if !is_orderable(&leaf.data_type) {
+        if !has_min_max(&leaf.data_type) {
             continue;
         }
         if let Ok(c) = ColumnRef::resolve(table, &leaf.logical) {

@@ -236,7 +236,7 @@ pub async fn sweep(
                             "is a variant, which has no order (PROTOCOL.md \"Variant Data Type\": not a comparable type), so it cannot be a curve column".into(),
                         ));
                     }
-                    if !crate::pruning::is_orderable(&leaf.data_type) {
+                    if !crate::bound::has_min_max(&leaf.data_type) {
                         return Err(refused(format!(
                             "has type {}, which has no order, so it cannot be a curve column",
                             leaf.data_type
@@ -538,7 +538,7 @@ fn weighted(options: &SweepOptions) -> Option<Vec<(Predicate, u64)>> {
 }
 
 /// A resolved column as a leaf to read.
-fn as_leaf(c: &crate::pruning::ColumnRef) -> crate::table::LeafColumn {
+fn as_leaf(c: &crate::bound::ColumnRef) -> crate::table::LeafColumn {
     crate::table::LeafColumn {
         logical: c.logical.clone(),
         physical: c.physical.clone(),

@@ -24,9 +24,9 @@ pub mod extract;
 
 use std::collections::BTreeMap;
 
+use crate::bound::ColumnRef;
 use crate::error::{Error, Result};
 use crate::predicate::Predicate;
-use crate::pruning::ColumnRef;
 use crate::table::TableView;
 
 /// Default share of the queries held out for scoring ([`Workload::split`]): 0.2.

@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     ("vocabulary", &["error", "value", "column", "size"]),
     ("table", &["table"]),
-    ("language", &["predicate", "pruning", "filter", "workload"]),
+    (
+        "language",
+        &["predicate", "bound", "pruning", "filter", "workload"],
+    ),
     ("layout", &["curve"]),
     ("planning", &["plan"]),
     (

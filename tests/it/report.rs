@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use delta_layout::bound::ColumnRef;
 use delta_layout::predicate::{CompareOp, Literal, Predicate};
-use delta_layout::report::bounds::ColumnRef;
 use delta_layout::report::{Analysis, ReportOptions};
 use delta_layout::table::TableView;
 use delta_layout::table::read::FileReader;
@@ -766,7 +766,7 @@ fn parsed_stats_give_the_bounds_the_json_gives() {
         let table = crate::fixture::load(&fixture.location());
         let prefix = delta_layout::pruning::string_prefix_length(&table);
         for leaf in table.data_leaf_columns() {
-            if let Ok(column) = delta_layout::pruning::ColumnRef::resolve(&table, &leaf.logical) {
+            if let Ok(column) = delta_layout::bound::ColumnRef::resolve(&table, &leaf.logical) {
                 let columnar = delta_layout::pruning::column_bounds(&table, &column, prefix);
                 for (file, bounds) in table.files.iter().zip(&columnar) {
                     let json = delta_layout::pruning::FileBounds::of(&column, file, prefix);
@@ -1221,4 +1221,77 @@ fn partition_values_spelled_as_escaped_surrogates_are_kept_exactly() {
         .collect();
     expected_rows.sort();
     assert_eq!(strings, expected_rows);
+}
+
+/// The row filter and min/max pruning bind through one binder: the same columns in the same
+/// slots (names matched case-insensitively, each column once), the same refusals (an empty
+/// `IN`, a literal of the wrong type, a column without min/max stats), and the same rows
+/// kept: on a real table, a file pruning skips holds no row the filter keeps.
+#[test]
+fn row_filter_and_pruning_bind_alike() {
+    use delta_layout::filter::RowFilter;
+    use delta_layout::pruning::Pruner;
+    let fixture = Fixture::copy("http-requests-delta-rs");
+    let table = fixture::load(&fixture.location());
+    let path = |name: &str| vec![name.to_string()];
+    let predicate = Predicate::parse(
+        "edgeresponsestatus >= 400 AND ClientRequestMethod NOT IN ('GET') \
+         OR EdgeResponseStatus BETWEEN 200 AND 299 AND ClientIP IS NOT NULL",
+    )
+    .unwrap();
+    let pruner = Pruner::new(&table, &predicate).unwrap();
+    let filter = RowFilter::new(&table, &predicate).unwrap();
+    let names =
+        |columns: &[ColumnRef]| -> Vec<String> { columns.iter().map(|c| c.name.clone()).collect() };
+    assert_eq!(
+        names(pruner.columns()),
+        vec!["EdgeResponseStatus", "ClientRequestMethod", "ClientIP"]
+    );
+    assert_eq!(names(filter.columns()), names(pruner.columns()));
+
+    let empty_in = Predicate::In {
+        column: path("ClientIP"),
+        values: Vec::new(),
+        negated: false,
+    };
+    let wrong_type = Predicate::Compare {
+        column: path("EdgeResponseStatus"),
+        op: CompareOp::Eq,
+        value: Literal::String("four hundred".into()),
+    };
+    let missing = Predicate::IsNull {
+        column: path("no_such_column"),
+        negated: false,
+    };
+    for bad in [&empty_in, &wrong_type, &missing] {
+        let from_pruner = Pruner::new(&table, bad).unwrap_err().to_string();
+        let from_filter = RowFilter::new(&table, bad).unwrap_err().to_string();
+        assert_eq!(from_pruner, from_filter, "{bad}");
+    }
+    assert!(
+        Pruner::new(&table, &empty_in)
+            .unwrap_err()
+            .to_string()
+            .contains("IN needs at least one value")
+    );
+
+    // What the filter keeps lies only in files pruning keeps.
+    let analysis = Analysis::new(&table, None).unwrap();
+    let keep = analysis.may_match(&predicate).unwrap();
+    let rt = fixture::runtime();
+    let reader = {
+        let _guard = rt.enter();
+        FileReader::new(&table).unwrap()
+    };
+    let mut matched = 0usize;
+    for (file, kept) in table.files.iter().zip(&keep) {
+        let mut rows = 0;
+        for batch in reader.read(file).unwrap() {
+            let values = filter.evaluate(&batch, &file.partition_values).unwrap();
+            rows += values.iter().filter(|v| *v == Some(true)).count();
+        }
+        assert!(*kept || rows == 0, "{} skipped with {rows} rows", file.path);
+        matched += rows;
+    }
+    assert!(matched > 0, "the predicate must match rows");
 }

@@ -826,7 +826,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
         for column in columns {
             let path = delta_layout::column::parse_path(column)
                 .map_err(|m| words::bad_flag("--columns", m))?;
-            delta_layout::pruning::ColumnRef::resolve(&table, &path)
+            delta_layout::bound::ColumnRef::resolve(&table, &path)
                 .map_err(|e| words::bad_flag("--columns", e.to_string()))?;
         }
     }
@@ -875,7 +875,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
                     .into_iter()
                     .filter(|c| {
                         report_columns.is_some()
-                            || delta_layout::pruning::ColumnRef::resolve(
+                            || delta_layout::bound::ColumnRef::resolve(
                                 &after,
                                 &delta_layout::column::parse_path(c).unwrap_or_default(),
                             )
