@@ -8,9 +8,10 @@
 //!   [`Error::ConcurrentModification`], [`Error::CommitStopped`], [`Error::CommitOutcomeUnknown`],
 //!   [`Error::DataFile`].
 //! * **I/O and formats** (storage or a library below us failed): [`Error::Delta`],
-//!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`].
+//!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`],
+//!   [`Error::Io`] (a local file: a spill file, a scratch table).
 //! * **[`Error::Cancelled`]**: the user stopped the run.
-//! * **[`Error::Internal`]**: a bug in delta-layout.
+//! * **[`Error::Internal`]**, [`Error::TaskFailed`]: a bug in delta-layout.
 //!
 //! Messages are lowercase, carry no trailing period, and never repeat the text of their
 //! `#[source]`: print the chain (`{:#}` with anyhow) to see it.
@@ -239,6 +240,18 @@ pub enum Error {
         #[source]
         source: ArrowError,
     },
+    /// A local file or directory could not be created, read or written: a spill file, a
+    /// scratch table. Usually a full disk or missing permissions on `path`.
+    #[error("{context} '{}'", path.display())]
+    Io {
+        /// What was being done: "writing the spill file".
+        context: String,
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// JSON (stats, log entries) could not be read or written.
     #[error("json error while {context}")]
     Json {
@@ -261,6 +274,16 @@ pub enum Error {
     /// please report it with the command line that produced it.
     #[error("internal error (likely a bug in delta-layout): {0}")]
     Internal(String),
+    /// A task of the run (on the tokio runtime's blocking pool) panicked or was cancelled:
+    /// likely a bug, as for [`Error::Internal`].
+    #[error("internal error (likely a bug in delta-layout): the {task} task failed")]
+    TaskFailed {
+        /// What the task did: "rewrite", "verify".
+        task: &'static str,
+        /// The runtime's error, with the panic message.
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
 /// A setting the caller gave, as errors name it: in the library's own words, never those of

@@ -211,7 +211,10 @@ impl Rewritten {
             crate::verify::check_rewrite(&table, &outcomes, progress.as_ref(), &cancel)
         })
         .await
-        .map_err(|e| Error::Internal(format!("the verify task failed: {e}")))?
+        .map_err(|e| Error::TaskFailed {
+            task: "verify",
+            source: e,
+        })?
     }
 
     /// Deletes the written files without committing.
@@ -233,7 +236,10 @@ async fn delete_written(reader: Reader, written: Vec<WrittenFile>) -> Result<()>
         rewrite::delete_files(&reader.store, &reader.runtime, &written);
     })
     .await
-    .map_err(|e| Error::Internal(format!("the cleanup task failed: {e}")))
+    .map_err(|e| Error::TaskFailed {
+        task: "cleanup",
+        source: e,
+    })
 }
 
 /// Checks the protocol, plans, and writes the new files of a compaction of `table`, without

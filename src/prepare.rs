@@ -389,7 +389,10 @@ async fn build_trees(table: &TableView, plan: &mut Plan, options: &OptimizeOptio
         };
         let tree = tokio::task::spawn_blocking(move || input.run(&reader))
             .await
-            .map_err(|e| Error::Internal(format!("the cut tree task failed: {e}")))??;
+            .map_err(|e| Error::TaskFailed {
+                task: "cut tree",
+                source: e,
+            })??;
         log::info!(
             "partition {}: cut tree {} with {} leaves from {} sampled rows",
             plan.partitions[index].display,

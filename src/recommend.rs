@@ -315,7 +315,10 @@ pub async fn recommend(
         let train = train.clone();
         tokio::task::spawn_blocking(move || candidate_columns(&table, &train))
             .await
-            .map_err(|e| Error::Internal(format!("the column task failed: {e}")))??
+            .map_err(|e| Error::TaskFailed {
+                task: "column",
+                source: e,
+            })??
     };
     let mut best: Vec<String> = columns
         .iter()
@@ -451,7 +454,10 @@ pub async fn recommend(
             Ok((on_train, on_test))
         })
         .await
-        .map_err(|e| Error::Internal(format!("the scoring task failed: {e}")))??;
+        .map_err(|e| Error::TaskFailed {
+            task: "scoring",
+            source: e,
+        })??;
         // Sizes in the estimate are the sample's: scale to the table.
         let scale = if fraction > 0.0 { 1.0 / fraction } else { 1.0 };
         #[expect(

@@ -124,7 +124,10 @@ pub async fn write_checkpoint_if_due(table: &TableView, version: u64) -> Result<
         snapshot.checkpoint(engine.as_ref(), None).map(|_| ())
     });
     task.await
-        .map_err(|e| Error::Internal(format!("the checkpoint task failed: {e}")))?
+        .map_err(|e| Error::TaskFailed {
+            task: "checkpoint",
+            source: e,
+        })?
         .map_err(|e| Error::DataFile {
             path: "_delta_log".into(),
             message: format!("could not take the checkpoint of version {version}"),

@@ -484,9 +484,10 @@ pub(crate) async fn write_bins(
         progress.finish();
         (table, context, result, progress)
     });
-    let (table, context, result, progress) = task
-        .await
-        .map_err(|e| Error::Internal(format!("the rewrite task failed: {e}")))?;
+    let (table, context, result, progress) = task.await.map_err(|e| Error::TaskFailed {
+        task: "rewrite",
+        source: e,
+    })?;
     Ok((table, context.reader, result, progress))
 }
 

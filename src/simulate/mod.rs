@@ -255,7 +255,10 @@ pub(crate) async fn estimate_layouts(
             estimate::Rows::read(&table, &reader, &needed, &UPDATE_FRACTIONS, seed)
         })
         .await
-        .map_err(|e| Error::Internal(format!("the reading task failed: {e}")))??
+        .map_err(|e| Error::TaskFailed {
+            task: "reading",
+            source: e,
+        })??
     };
     let rows = Arc::new(rows);
     let totals = table.totals();
@@ -292,7 +295,10 @@ pub(crate) async fn estimate_layouts(
                     estimate::estimate(&table, &plan, &rows, &settings, &cancel)
                 })
                 .await
-                .map_err(|e| Error::Internal(format!("the estimating task failed: {e}")))??;
+                .map_err(|e| Error::TaskFailed {
+                    task: "estimating",
+                    source: e,
+                })??;
                 if totals.rows > 0 && estimated.table.totals().rows == 0 {
                     return Err(Error::invalid_option(
                         crate::Setting::Sample,

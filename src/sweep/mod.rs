@@ -379,7 +379,10 @@ pub async fn sweep(
                     )
                 })
                 .await
-                .map_err(|e| Error::Internal(format!("the measuring task failed: {e}")))??
+                .map_err(|e| Error::TaskFailed {
+                    task: "measuring",
+                    source: e,
+                })??
             };
             let (mut combination, predicates, names) = measured;
             if workload.is_none() {
@@ -484,7 +487,10 @@ async fn sweep_estimated(
                 )
             })
             .await
-            .map_err(|e| Error::Internal(format!("the measuring task failed: {e}")))??
+            .map_err(|e| Error::TaskFailed {
+                task: "measuring",
+                source: e,
+            })??
         };
         let (mut combination, predicates, names) = measured;
         if workload.is_none() {

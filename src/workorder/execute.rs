@@ -86,7 +86,10 @@ pub async fn execute(
                 crate::verify::check_rewrite(&table, &outcomes, progress.as_ref(), &cancel)
             })
             .await
-            .map_err(|e| Error::Internal(format!("the verify task failed: {e}")))?
+            .map_err(|e| Error::TaskFailed {
+                task: "verify",
+                source: e,
+            })?
         };
         if let Err(e) = checked {
             delete(reader, &outcomes).await;

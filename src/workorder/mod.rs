@@ -583,7 +583,10 @@ async fn split_scopes(
                     )
                 })
                 .await
-                .map_err(|e| Error::Internal(format!("the sampling task failed: {e}")))??
+                .map_err(|e| Error::TaskFailed {
+                    task: "sampling",
+                    source: e,
+                })??
             };
             if sampled_rows == 0 {
                 out.push(bin);

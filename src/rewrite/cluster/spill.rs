@@ -51,7 +51,11 @@ pub(super) struct SpillFile {
 }
 
 fn io(path: &Path, source: std::io::Error) -> Error {
-    Error::Internal(format!("spill file '{}': {source}", path.display()))
+    Error::Io {
+        context: "spill file".into(),
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 impl SpillFiles {
