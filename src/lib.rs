@@ -52,6 +52,8 @@
 #![deny(missing_docs)]
 
 pub mod bound;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod column;
 pub mod commit;
 pub mod curve;

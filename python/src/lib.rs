@@ -2,12 +2,11 @@
 //! and the work-order document store. The Python package (`python/delta_layout/`) builds its
 //! functions on these; every call releases the GIL while Rust works.
 //!
-//! The command line is the binary's own code (`src/bin/delta-layout/`), compiled in here, so
-//! the package and the CLI take the same options and print the same documents and messages.
+//! The command line is the crate's own (`delta_layout::cli`, feature `cli`), the code the
+//! binary runs, so the package and the CLI take the same options and print the same documents
+//! and messages.
 
-#[path = "../../src/bin/delta-layout/main.rs"]
-#[expect(dead_code, reason = "the binary's `main` is not called here")]
-mod cli;
+use delta_layout::cli;
 
 use pyo3::prelude::*;
 

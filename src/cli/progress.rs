@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use delta_layout::plan::Bin;
-use delta_layout::progress::{Phase, Progress, Scope, Unit};
+use crate::plan::Bin;
+use crate::progress::{Phase, Progress, Scope, Unit};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 static BARS: OnceLock<MultiProgress> = OnceLock::new();
@@ -179,11 +179,11 @@ impl Drop for BarProgress {
 
 /// The storage options of every run of this process, whose secret values [`redact`] removes
 /// (a host process, such as Python's, runs many commands with different credentials).
-static STORAGE_OPTIONS: std::sync::Mutex<Vec<delta_layout::table::StorageOptions>> =
+static STORAGE_OPTIONS: std::sync::Mutex<Vec<crate::table::StorageOptions>> =
     std::sync::Mutex::new(Vec::new());
 
 /// Records a run's storage options for [`redact`]; every set recorded stays redacted.
-pub fn set_storage_options(options: delta_layout::table::StorageOptions) {
+pub fn set_storage_options(options: crate::table::StorageOptions) {
     let mut all = STORAGE_OPTIONS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -192,18 +192,16 @@ pub fn set_storage_options(options: delta_layout::table::StorageOptions) {
     }
 }
 
-/// `text` without secrets (see `delta_layout::table::location::redact_secrets`), of every
+/// `text` without secrets (see `crate::table::location::redact_secrets`), of every
 /// run's storage options.
 pub fn redact(text: &str) -> String {
     let all = STORAGE_OPTIONS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut text = delta_layout::table::location::redact_secrets(
-        text,
-        &delta_layout::table::StorageOptions::new(),
-    );
+    let mut text =
+        crate::table::location::redact_secrets(text, &crate::table::StorageOptions::new());
     for options in all.iter() {
-        text = delta_layout::table::location::redact_secrets(&text, options);
+        text = crate::table::location::redact_secrets(&text, options);
     }
     text
 }

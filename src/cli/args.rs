@@ -91,17 +91,17 @@ pub struct RecommendArgs {
     pub target_sizes: Vec<String>,
     /// Share of the queries held out to score the pick, in [0, 1) (0: choose and score on
     /// every query).
-    #[arg(long, value_name = "F", default_value_t = delta_layout::workload::DEFAULT_HOLDOUT)]
+    #[arg(long, value_name = "F", default_value_t = crate::workload::DEFAULT_HOLDOUT)]
     pub holdout: f64,
     /// Seed of the split into training and test queries and of the row sample.
-    #[arg(long, value_name = "NUM", default_value_t = delta_layout::workload::DEFAULT_SPLIT_SEED)]
+    #[arg(long, value_name = "NUM", default_value_t = crate::workload::DEFAULT_SPLIT_SEED)]
     pub seed: u64,
     /// Estimate from a seeded sample of this share of the rows, in (0, 1] [default: every
     /// row up to 2,000,000, then a sample of about that many].
     #[arg(long, value_name = "F")]
     pub sample: Option<f64>,
     /// Candidate columns the curves combine, 1 to 6.
-    #[arg(long, value_name = "NUM", default_value_t = delta_layout::recommend::DEFAULT_MAX_COLUMNS)]
+    #[arg(long, value_name = "NUM", default_value_t = crate::recommend::DEFAULT_MAX_COLUMNS)]
     pub max_columns: usize,
     /// What a query pays to open one file, in bytes read (units as sizes): the ranking's
     /// cost is bytes scanned plus this per file scanned.
@@ -109,7 +109,7 @@ pub struct RecommendArgs {
     pub file_cost: String,
     /// Least share of the cost per training run the pick must save over the table as it
     /// is, in [0, 1); below it the answer is to keep the table as it is.
-    #[arg(long, value_name = "F", default_value_t = delta_layout::recommend::DEFAULT_MIN_GAIN)]
+    #[arg(long, value_name = "F", default_value_t = crate::recommend::DEFAULT_MIN_GAIN)]
     pub min_gain: f64,
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -238,13 +238,13 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub workload: Option<std::path::PathBuf>,
     /// Generated predicates per column (as report).
-    #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_QUERIES)]
+    #[arg(long, value_name = "NUM", default_value_t = crate::report::DEFAULT_QUERIES)]
     pub queries: usize,
     /// Share of rows a generated range covers (as report).
-    #[arg(long, value_name = "F", default_value_t = delta_layout::report::DEFAULT_SELECTIVITY)]
+    #[arg(long, value_name = "F", default_value_t = crate::report::DEFAULT_SELECTIVITY)]
     pub selectivity: f64,
     /// Seed of the predicates, the sample and the rows an update touches.
-    #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_SEED)]
+    #[arg(long, value_name = "NUM", default_value_t = crate::report::DEFAULT_SEED)]
     pub seed: u64,
     /// Memory a clustering build may buffer (as optimize) [default: a quarter of physical
     /// memory].
@@ -307,17 +307,17 @@ pub struct ReportArgs {
     pub compare: Option<u64>,
     /// Generated predicates per column: half equality on a value drawn from the data, half
     /// ranges covering --selectivity of the rows.
-    #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_QUERIES, help_heading = "Workload")]
+    #[arg(long, value_name = "NUM", default_value_t = crate::report::DEFAULT_QUERIES, help_heading = "Workload")]
     pub queries: usize,
     /// Share of rows a generated range predicate covers, in (0, 1].
-    #[arg(long, value_name = "F", default_value_t = delta_layout::report::DEFAULT_SELECTIVITY, help_heading = "Workload")]
+    #[arg(long, value_name = "F", default_value_t = crate::report::DEFAULT_SELECTIVITY, help_heading = "Workload")]
     pub selectivity: f64,
     /// A file of predicates, one per line (blank lines and lines starting with # are
     /// skipped), in the language of optimize --where over any column; each is reported.
     #[arg(long, value_name = "FILE", help_heading = "Workload")]
     pub predicates: Option<std::path::PathBuf>,
     /// Seed of the generated predicates.
-    #[arg(long, value_name = "NUM", default_value_t = delta_layout::report::DEFAULT_SEED, help_heading = "Workload")]
+    #[arg(long, value_name = "NUM", default_value_t = crate::report::DEFAULT_SEED, help_heading = "Workload")]
     pub seed: u64,
     /// Also score the layout on this workload file (weighted predicates, as optimize
     /// --workload takes): files, bytes and rows scanned per run, and per query; and the
@@ -528,7 +528,7 @@ pub struct ExecutionArgs {
     #[arg(
         long,
         value_name = "NUM",
-        default_value_t = delta_layout::table::read::DEFAULT_READ_CONCURRENCY,
+        default_value_t = crate::table::read::DEFAULT_READ_CONCURRENCY,
         value_parser = read_concurrency,
         help_heading = "Execution"
     )]
@@ -561,7 +561,7 @@ pub struct PlanArgs {
     /// as a head at `--out` and shard documents beside it (`PLAN.files-00000.json`, ...), so
     /// that a worker reads only its bins' files. 0: always one document, as on standard
     /// output (without `--out`).
-    #[arg(long, value_name = "FILES", help_heading = "Output", default_value_t = delta_layout::workorder::shard::DEFAULT_FILES_PER_SHARD)]
+    #[arg(long, value_name = "FILES", help_heading = "Output", default_value_t = crate::workorder::shard::DEFAULT_FILES_PER_SHARD)]
     pub shard_files: usize,
     /// No summary on standard error (with `--out`); as `optimize` and `execute` take it.
     #[arg(long, short, help_heading = "Output")]
@@ -610,7 +610,7 @@ pub struct CommitArgs {
     /// Bins per commit (0: every bin in one commit). Each commit carries a txn action
     /// (appId = the run id, version = the batch number); a rerun skips bins already
     /// committed.
-    #[arg(long, value_name = "BINS", default_value_t = delta_layout::workorder::DEFAULT_BATCH_BINS)]
+    #[arg(long, value_name = "BINS", default_value_t = crate::workorder::DEFAULT_BATCH_BINS)]
     pub batch_size: usize,
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -619,7 +619,7 @@ pub struct CommitArgs {
 
 /// `--threads`: a whole number from 0 (one per core) to the library's maximum.
 fn threads(text: &str) -> Result<usize, String> {
-    let max = delta_layout::rewrite::MAX_THREADS;
+    let max = crate::rewrite::MAX_THREADS;
     text.trim()
         .parse::<usize>()
         .ok()

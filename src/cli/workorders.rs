@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use delta_layout::optimize::OptimizeOptions;
-use delta_layout::table::{StorageOptions, TableLocation};
-use delta_layout::workorder::{self, CommitOptions, ResultDocument};
+use crate::optimize::OptimizeOptions;
+use crate::table::{StorageOptions, TableLocation};
+use crate::workorder::{self, CommitOptions, ResultDocument};
 
 use super::args::{CommitArgs, ExecuteArgs, PlanArgs};
 use super::{config, progress, render};
@@ -28,7 +28,7 @@ pub fn plan(
         check_out(out)?;
     }
     let split = workorder::SplitOptions::default().with_max_task_bytes(config::size(
-        delta_layout::Setting::TaskSize,
+        crate::Setting::TaskSize,
         args.task_size.as_deref(),
     )?);
     let order = runtime.block_on(workorder::plan(location, &options, &split))?;
@@ -88,8 +88,7 @@ pub fn execute(
     } else {
         let options = config::execution_options(OptimizeOptions::default(), &args.execution)?
             .with_cancel(cancel);
-        let progress: Arc<dyn delta_layout::progress::Progress> =
-            progress::BarProgress::new(args.quiet);
+        let progress: Arc<dyn crate::progress::Progress> = progress::BarProgress::new(args.quiet);
         runtime.block_on(workorder::execute(
             &order,
             &bins,
@@ -146,7 +145,7 @@ pub fn commit(
         && outcome.bins_left_alone.is_empty()
         && outcome.bins_waiting.is_empty()
     {
-        return Err(delta_layout::Error::CommitStopped {
+        return Err(crate::Error::CommitStopped {
             table: outcome.table.clone(),
             version: first.version,
             reason: format!(

@@ -1,8 +1,8 @@
 //! How the CLI words the library's settings and errors: each [`Setting`] as its flag. The
-//! library names settings in its own words ([`delta_layout::Setting`]); this is the one place
+//! library names settings in its own words ([`crate::Setting`]); this is the one place
 //! that knows the flags.
 
-use delta_layout::{Error, Setting};
+use crate::{Error, Setting};
 
 /// The flag (or key) of `setting`: `--target-size`, `delta.targetFileSize`, `AWS_REGION`.
 pub fn flag(setting: &Setting) -> String {
@@ -40,8 +40,6 @@ pub fn flag(setting: &Setting) -> String {
         Setting::RiskBreakingReaders => "--risk-breaking-readers",
         Setting::TableProperty(key) | Setting::StorageOption(key) => return key.clone(),
         Setting::StorageOptions => "--storage-option",
-        // A setting this build does not know yet: the library's words.
-        _ => return setting.to_string(),
     };
     flag.to_string()
 }
@@ -124,9 +122,7 @@ mod tests {
         );
         let err = anyhow::Error::from(Error::UnknownColumn {
             column: "x".into(),
-            setting: Some(Setting::CurveColumns(
-                delta_layout::curve::Curve::Hilbert.name(),
-            )),
+            setting: Some(Setting::CurveColumns(crate::curve::Curve::Hilbert.name())),
             message: "does not exist".into(),
         });
         assert_eq!(

@@ -2,13 +2,13 @@
 
 use std::io::{self, Write};
 
-use delta_layout::history::History;
-use delta_layout::inspect::InspectReport;
-use delta_layout::optimize::OptimizeOutcome;
-use delta_layout::report::{LayoutReport, ReportComparison};
-use delta_layout::size::{count, format_size};
-use delta_layout::sweep::SweepReport;
-use delta_layout::verify::VerifyReport;
+use crate::history::History;
+use crate::inspect::InspectReport;
+use crate::optimize::OptimizeOutcome;
+use crate::report::{LayoutReport, ReportComparison};
+use crate::size::{count, format_size};
+use crate::sweep::SweepReport;
+use crate::verify::VerifyReport;
 use serde_json::{Value, json};
 
 /// Text form of `inspect`.
@@ -533,7 +533,7 @@ pub fn sweep(out: &mut impl Write, r: &SweepReport) -> io::Result<()> {
 }
 
 /// Text form of `vacuum`: one line per file on a dry run, then the total.
-pub fn vacuum(out: &mut impl Write, r: &delta_layout::vacuum::VacuumReport) -> io::Result<()> {
+pub fn vacuum(out: &mut impl Write, r: &crate::vacuum::VacuumReport) -> io::Result<()> {
     if r.dry_run {
         for file in &r.files {
             writeln!(out, "{}  {}", format_size(file.size_bytes), file.path)?;
@@ -638,7 +638,7 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
 /// Text summary of a work order (`plan`), for standard error.
 pub fn work_order(
     out: &mut dyn Write,
-    o: &delta_layout::workorder::WorkOrder,
+    o: &crate::workorder::WorkOrder,
     files: usize,
 ) -> io::Result<()> {
     let bins = o.plan.bins().count() as u64;
@@ -697,10 +697,7 @@ fn id_ranges(ids: &[usize]) -> String {
 }
 
 /// Text form of `commit`.
-pub fn work_commit(
-    out: &mut impl Write,
-    c: &delta_layout::workorder::CommitOutcome,
-) -> io::Result<()> {
+pub fn work_commit(out: &mut impl Write, c: &crate::workorder::CommitOutcome) -> io::Result<()> {
     if c.versions.is_empty() {
         writeln!(
             out,
@@ -773,17 +770,17 @@ pub fn work_commit(
 }
 
 /// How the target size was chosen: `--target-size`, `delta.targetFileSize` or `autotuned`.
-pub fn target_source(source: delta_layout::plan::TargetSource) -> &'static str {
-    use delta_layout::plan::TargetSource;
+pub fn target_source(source: crate::plan::TargetSource) -> &'static str {
+    use crate::plan::TargetSource;
     match source {
         TargetSource::Option => "--target-size",
-        TargetSource::TableProperty => delta_layout::table::PROP_TARGET_FILE_SIZE,
+        TargetSource::TableProperty => crate::table::PROP_TARGET_FILE_SIZE,
         TargetSource::Autotuned => "autotuned",
     }
 }
 
 /// Why a plan is empty.
-pub fn nothing_to_do(plan: &delta_layout::plan::Plan) -> String {
+pub fn nothing_to_do(plan: &crate::plan::Plan) -> String {
     if let Some(files) = &plan.predicate_files
         && files.selected == 0
     {
@@ -815,7 +812,7 @@ pub fn nothing_to_do(plan: &delta_layout::plan::Plan) -> String {
 }
 
 /// How a predicate over data columns selected files, in words.
-fn predicate_files(files: &delta_layout::plan::PredicateFiles) -> String {
+fn predicate_files(files: &crate::plan::PredicateFiles) -> String {
     let mut text = format!(
         "{} selected by their stats, {} ruled out",
         count(files.selected as u64, "file"),
@@ -836,7 +833,7 @@ fn predicate_files(files: &delta_layout::plan::PredicateFiles) -> String {
 }
 
 /// Text form of a plan (`optimize --dry-run`).
-pub fn plan(out: &mut impl Write, plan: &delta_layout::plan::Plan) -> io::Result<()> {
+pub fn plan(out: &mut impl Write, plan: &crate::plan::Plan) -> io::Result<()> {
     writeln!(
         out,
         "plan for version {}: target file size {} ({}), candidates below {} or over {:.0}% deleted rows",
@@ -910,7 +907,7 @@ fn approx_size(bytes: f64) -> String {
 pub fn workload_score(
     out: &mut impl Write,
     title: &str,
-    w: &delta_layout::report::score::WorkloadScore,
+    w: &crate::report::score::WorkloadScore,
 ) -> io::Result<()> {
     writeln!(
         out,
@@ -932,7 +929,7 @@ pub fn workload_score(
             tree.tree, tree.files, tree.leaves
         )?;
     }
-    let mut heaviest: Vec<&delta_layout::report::score::QueryScore> = w.per_query.iter().collect();
+    let mut heaviest: Vec<&crate::report::score::QueryScore> = w.per_query.iter().collect();
     heaviest.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.predicate.cmp(&b.predicate)));
     for q in heaviest.iter().take(10) {
         writeln!(
@@ -957,8 +954,8 @@ pub fn workload_score(
 /// Before and after of a run on its workload.
 pub fn workload_change(
     out: &mut impl Write,
-    before: &delta_layout::report::score::WorkloadScore,
-    after: &delta_layout::report::score::WorkloadScore,
+    before: &crate::report::score::WorkloadScore,
+    after: &crate::report::score::WorkloadScore,
 ) -> io::Result<()> {
     writeln!(
         out,
@@ -979,10 +976,7 @@ pub fn workload_change(
 }
 
 /// The `recommend` ranking and the pick.
-pub fn recommend(
-    out: &mut impl Write,
-    r: &delta_layout::recommend::Recommendation,
-) -> io::Result<()> {
+pub fn recommend(out: &mut impl Write, r: &crate::recommend::Recommendation) -> io::Result<()> {
     writeln!(
         out,
         "table      {} (version {}), {} files, {}, {} rows",
@@ -1051,8 +1045,8 @@ pub fn recommend(
                layout: &str,
                target: &str,
                files: u64,
-               train: &delta_layout::recommend::Figures,
-               test: Option<&delta_layout::recommend::Figures>,
+               train: &crate::recommend::Figures,
+               test: Option<&crate::recommend::Figures>,
                rewrite: &str|
      -> io::Result<()> {
         writeln!(

@@ -1,37 +1,35 @@
 //! The one place flags meet the library: raw arguments to options.
 
-use delta_layout::curve::Curve;
-use delta_layout::optimize::OptimizeOptions;
-use delta_layout::plan::cluster::ClusterRequest;
-use delta_layout::plan::{DEFAULT_MAX_DELETED_RATIO, PlanOptions};
+use crate::curve::Curve;
+use crate::optimize::OptimizeOptions;
+use crate::plan::cluster::ClusterRequest;
+use crate::plan::{DEFAULT_MAX_DELETED_RATIO, PlanOptions};
 
-use delta_layout::predicate::Predicate;
-use delta_layout::report::ReportOptions;
+use crate::predicate::Predicate;
+use crate::report::ReportOptions;
 
 use super::args::{ExecutionArgs, OptimizeArgs, PlanningArgs, ReportArgs, SweepArgs};
 
 /// Parses an optional size of `setting`.
-pub fn size(setting: delta_layout::Setting, text: Option<&str>) -> anyhow::Result<Option<u64>> {
-    text.map(|t| delta_layout::size::parse_size(setting.clone(), t))
+pub fn size(setting: crate::Setting, text: Option<&str>) -> anyhow::Result<Option<u64>> {
+    text.map(|t| crate::size::parse_size(setting.clone(), t))
         .transpose()
         .map_err(anyhow::Error::from)
 }
 
 /// Reads a workload file (`Workload::read`); `-` is standard input, read once and kept (a
 /// run may read its workload twice: to plan and to score).
-pub fn read_workload(
-    path: &std::path::Path,
-) -> delta_layout::Result<delta_layout::workload::Workload> {
+pub fn read_workload(path: &std::path::Path) -> crate::Result<crate::workload::Workload> {
     static STDIN: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
     if path.as_os_str() != "-" {
-        return delta_layout::workload::Workload::read(path);
+        return crate::workload::Workload::read(path);
     }
     let text =
         STDIN.get_or_init(|| std::io::read_to_string(std::io::stdin()).map_err(|e| e.to_string()));
     match text {
-        Ok(text) => delta_layout::workload::Workload::parse(text, "standard input"),
-        Err(e) => Err(delta_layout::Error::invalid_option(
-            delta_layout::Setting::Workload,
+        Ok(text) => crate::workload::Workload::parse(text, "standard input"),
+        Err(e) => Err(crate::Error::invalid_option(
+            crate::Setting::Workload,
             format!("cannot read standard input: {e}"),
         )),
     }
@@ -40,7 +38,7 @@ pub fn read_workload(
 fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
     if let Some(path) = &args.workload {
         let mut request = ClusterRequest::cuts(read_workload(path)?);
-        request.cube_bytes = size(delta_layout::Setting::CubeSize, args.cube_size.as_deref())?;
+        request.cube_bytes = size(crate::Setting::CubeSize, args.cube_size.as_deref())?;
         request.full = args.full;
         return Ok(Some(request));
     }
@@ -58,7 +56,7 @@ fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
         }
     };
     let mut request = ClusterRequest::new(curve, columns);
-    request.cube_bytes = size(delta_layout::Setting::CubeSize, args.cube_size.as_deref())?;
+    request.cube_bytes = size(crate::Setting::CubeSize, args.cube_size.as_deref())?;
     request.full = args.full;
     Ok(Some(request))
 }
@@ -71,10 +69,7 @@ pub fn report_options(args: &ReportArgs) -> anyhow::Result<(ReportOptions, Vec<u
         None => (Vec::new(), Vec::new()),
         Some(path) => read_predicates(path)?.into_iter().unzip(),
     };
-    let target_file_bytes = size(
-        delta_layout::Setting::TargetFileSize,
-        args.target_size.as_deref(),
-    )?;
+    let target_file_bytes = size(crate::Setting::TargetFileSize, args.target_size.as_deref())?;
     if target_file_bytes == Some(0) {
         anyhow::bail!(super::words::bad_flag(
             "--target-size",
@@ -140,11 +135,11 @@ pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
 pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> {
     let plan = PlanOptions::default()
         .with_target_file_bytes(size(
-            delta_layout::Setting::TargetFileSize,
+            crate::Setting::TargetFileSize,
             args.target_size.as_deref(),
         )?)
         .with_min_file_bytes(size(
-            delta_layout::Setting::MinFileSize,
+            crate::Setting::MinFileSize,
             args.min_file_size.as_deref(),
         )?)
         .with_max_deleted_ratio(args.max_deleted_ratio.unwrap_or(DEFAULT_MAX_DELETED_RATIO))
@@ -155,17 +150,14 @@ pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> 
         )
         .with_clustering(clustering(args)?);
     plan.validate()?;
-    let memory_limit = size(
-        delta_layout::Setting::MemoryLimit,
-        args.memory_limit.as_deref(),
-    )?;
+    let memory_limit = size(crate::Setting::MemoryLimit, args.memory_limit.as_deref())?;
     if memory_limit == Some(0) {
         anyhow::bail!(super::words::bad_flag(
             "--memory-limit",
             "must be greater than 0"
         ));
     }
-    let codec = delta_layout::rewrite::write::Codec::parse(&args.compression)
+    let codec = crate::rewrite::write::Codec::parse(&args.compression)
         .map_err(|m| super::words::bad_flag("--compression", m))?;
     Ok(OptimizeOptions::default()
         .with_codec(codec)
@@ -197,12 +189,11 @@ pub fn execution_options(
 pub fn sweep_options(
     args: &SweepArgs,
     clustering_columns: Option<&[String]>,
-) -> anyhow::Result<delta_layout::sweep::SweepOptions> {
-    use delta_layout::simulate::Layout;
+) -> anyhow::Result<crate::sweep::SweepOptions> {
+    use crate::simulate::Layout;
     let mut target_sizes = Vec::new();
     for text in &args.target_sizes {
-        let bytes =
-            delta_layout::size::parse_size(delta_layout::Setting::TargetSizes, text.trim())?;
+        let bytes = crate::size::parse_size(crate::Setting::TargetSizes, text.trim())?;
         if bytes == 0 {
             anyhow::bail!(super::words::bad_flag(
                 "--target-sizes",
@@ -219,10 +210,7 @@ pub fn sweep_options(
     if layouts.is_empty() {
         layouts.push(Layout::Compact);
         if let Some(columns) = args.columns.as_deref().or(clustering_columns) {
-            for curve in [
-                delta_layout::curve::Curve::ZOrder,
-                delta_layout::curve::Curve::Hilbert,
-            ] {
+            for curve in [crate::curve::Curve::ZOrder, crate::curve::Curve::Hilbert] {
                 layouts.push(Layout::Curve {
                     curve,
                     columns: columns.to_vec(),
@@ -252,16 +240,13 @@ pub fn sweep_options(
         target_file_bytes: None,
     };
     report.validate()?;
-    Ok(delta_layout::sweep::SweepOptions {
+    Ok(crate::sweep::SweepOptions {
         target_sizes,
         layouts,
         sample: args.sample,
         scratch: args.scratch.clone(),
         report,
-        memory_limit_bytes: match size(
-            delta_layout::Setting::MemoryLimit,
-            args.memory_limit.as_deref(),
-        )? {
+        memory_limit_bytes: match size(crate::Setting::MemoryLimit, args.memory_limit.as_deref())? {
             Some(0) => anyhow::bail!(super::words::bad_flag(
                 "--memory-limit",
                 "must be greater than 0"
@@ -279,27 +264,28 @@ pub fn sweep_options(
 /// Builds the library options of `recommend`.
 pub fn recommend_options(
     args: &super::args::RecommendArgs,
-) -> anyhow::Result<delta_layout::recommend::RecommendOptions> {
+) -> anyhow::Result<crate::recommend::RecommendOptions> {
     let mut target_sizes = Vec::new();
     for text in &args.target_sizes {
-        target_sizes.push(delta_layout::size::parse_size(
-            delta_layout::Setting::TargetSizes,
+        target_sizes.push(crate::size::parse_size(
+            crate::Setting::TargetSizes,
             text.trim(),
         )?);
     }
-    let file_cost_bytes =
-        delta_layout::size::parse_size(delta_layout::Setting::FileCost, args.file_cost.trim())?;
-    let mut options = delta_layout::recommend::RecommendOptions::default();
-    options.target_sizes = target_sizes;
-    options.holdout = args.holdout;
-    options.seed = args.seed;
-    options.sample = args.sample;
-    options.max_columns = args.max_columns;
-    options.file_cost_bytes = file_cost_bytes;
-    options.min_gain = args.min_gain;
+    let file_cost_bytes = crate::size::parse_size(crate::Setting::FileCost, args.file_cost.trim())?;
+    let options = crate::recommend::RecommendOptions {
+        target_sizes,
+        holdout: args.holdout,
+        seed: args.seed,
+        sample: args.sample,
+        max_columns: args.max_columns,
+        file_cost_bytes,
+        min_gain: args.min_gain,
+        ..Default::default()
+    };
     options.validate().map_err(|e| match e {
-        delta_layout::Error::InvalidOption {
-            option: delta_layout::Setting::CurveColumns(_),
+        crate::Error::InvalidOption {
+            option: crate::Setting::CurveColumns(_),
             message,
         } => super::words::bad_flag("--max-columns", message),
         other => other.into(),
