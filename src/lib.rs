@@ -26,13 +26,36 @@
 //! ([`curve`]: rank buckets from seeded quantile samples, Z-order and Hilbert keys;
 //! `rewrite::cluster`: ranges of the curve, in memory or through spill files).
 //!
-//! [`optimize::optimize`] runs the whole job; [`inspect::inspect`] reports on a table from
-//! its log; [`report::report`] and [`report::compare`] estimate min/max data skipping from
-//! the log's stats; [`verify::verify`] proves two versions hold the same rows; and
-//! [`sweep::sweep`] measures layouts and file sizes on scratch tables; [`vacuum::vacuum`]
-//! deletes files no version inside the retention needs; [`history::history`] lists a table's
-//! OPTIMIZE runs from its commits' `commitInfo`. The log is read and written through the `deltalake` crate; data through `arrow`
-//! and `parquet` (the versions deltalake uses, re-exported by it).
+//! # Layers
+//! Each module names only modules of the layers below it, or those before it in its own layer
+//! (`tests/it/layers.rs` checks the source), so the crate has no import circle:
+//! ```text
+//!  front end (feature cli)  cli: clap arguments, rendering, exit codes; the binary and Python call it
+//!  ───────────────────────────────────────────────────────────────────────────────────────────
+//!  jobs                     history, vacuum, workorder, optimize, sweep, recommend
+//!  run preparation,         prepare (the run's options, output ratio, recorded and new cut trees),
+//!  commits, simulation      commit (put-if-absent, retries; commit::conflict: the one conflict
+//!                           checker), simulate (a layout's files and stats without Parquet),
+//!                           verify (row fingerprints)
+//!  measurement, CPU stage   inspect, report (report::score: the one scorer), progress, rewrite
+//!  planning (pure)          plan: bins per partition, clustering requests, cut trees
+//!  layout (pure)            curve: rank buckets, Z-order and Hilbert keys
+//!  language                 predicate (AST, parser), bound (the one binder), pruning (on file
+//!                           bounds), filter (on Arrow rows), workload (weighted queries)
+//!  table                    table: the snapshot, and the only reader of the log (table::log) and
+//!                           of data files (table::read)
+//!  vocabulary (pure)        error, value, column, size
+//! ```
+//! The jobs compose the layers: [`optimize::optimize`] runs the whole job;
+//! [`inspect::inspect`] reports on a table from its log; [`report::report`] and
+//! [`report::compare`] estimate min/max data skipping from the log's stats;
+//! [`verify::verify`] proves two versions hold the same rows; [`sweep::sweep`] measures
+//! layouts and file sizes on scratch tables, and [`recommend::recommend`] ranks layouts for a
+//! workload with [`simulate`]; [`vacuum::vacuum`] deletes files no version inside the
+//! retention needs; [`history::history`] lists a table's OPTIMIZE runs from its commits'
+//! `commitInfo`. The log is read and written through the `deltalake` crate; data through
+//! `arrow` and `parquet` (the versions deltalake uses, re-exported by it). Without the default
+//! feature `cli`, the library builds without clap, anyhow and indicatif.
 //!
 //! # Example
 //! ```no_run

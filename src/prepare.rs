@@ -148,7 +148,7 @@ impl OptimizeOptions {
     }
 
     /// Keeps the run as a work order in [`crate::optimize::OptimizeOutcome::work_order`]: the document `plan`
-    /// writes (a [`WorkOrder`] of the same plan, settings and input files), which `execute`
+    /// writes (a [`crate::workorder::WorkOrder`] of the same plan, settings and input files), which `execute`
     /// and `commit` accept as it is (`optimize --json` prints it as `plan`). Off by default: it
     /// copies every input file's `add` action.
     #[must_use]

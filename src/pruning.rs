@@ -391,8 +391,8 @@ impl Pruner {
     /// Binds `predicate` to `table`'s columns.
     ///
     /// # Errors
-    /// [`Error::UnknownColumn`] for a column the table lacks or that has no order;
-    /// [`Error::InvalidPredicate`] for a literal that does not fit its column's type.
+    /// [`crate::Error::UnknownColumn`] for a column the table lacks or that has no order;
+    /// [`crate::Error::InvalidPredicate`] for a literal that does not fit its column's type.
     pub fn new(table: &TableView, predicate: &Predicate) -> Result<Self> {
         let bound = BoundPredicate::new(table, predicate)?;
         Ok(Self {

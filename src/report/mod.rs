@@ -2,12 +2,13 @@
 //! skipping would save, from the Delta log alone (no data file is read).
 //!
 //! The stages, each pure over a loaded [`TableView`]:
-//! 1. [`bounds`]: every file's bounds per column (stats, partition values) and the pruning
+//! 1. [`crate::pruning`]: every file's bounds per column (stats, partition values) and the pruning
 //!    decision a Delta reader makes for a predicate (PROTOCOL.md "Per-file Statistics").
 //! 2. `model`: the files' [min, max] on one axis per column, the overlap depth and spans,
 //!    and the value distribution the stats imply.
-//! 3. [`workload`]: seeded predicates drawn from that distribution (equality and ranges of
-//!    a given selectivity, conjunctions of two columns), or the user's own predicates.
+//! 3. [`generated`]: seeded predicates drawn from that distribution (equality and ranges of
+//!    a given selectivity, conjunctions of two columns), or the user's own predicates;
+//!    [`score`] counts what each scans.
 //! 4. This module: the figures per column and per predicate, beside the *ideal* (the same
 //!    number of files holding equal rows, sorted on that column alone), and the comparison
 //!    of two versions.
