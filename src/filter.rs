@@ -363,25 +363,6 @@ fn scalar_for(
     literal: &Literal,
     op: CompareOp,
 ) -> Result<Operand> {
-    let unsupported = || {
-        Error::Internal(format!(
-            "no row comparison for Arrow type {data_type} with literal {literal}"
-        ))
-    };
-    let cast_to = |array: ArrayRef| -> Result<ArrayRef> {
-        if array.data_type() == data_type {
-            return Ok(array);
-        }
-        cast_with_options(
-            &array,
-            data_type,
-            &CastOptions {
-                safe: false,
-                ..CastOptions::default()
-            },
-        )
-        .map_err(|e| Error::arrow(format!("preparing literal {literal}"), e))
-    };
     Ok(match data_type {
         ArrowType::Int8
         | ArrowType::Int16
@@ -390,38 +371,10 @@ fn scalar_for(
         | ArrowType::UInt8
         | ArrowType::UInt16
         | ArrowType::UInt32
-        | ArrowType::UInt64 => {
-            let Typed::Int(v) = typed else {
-                return Err(unsupported());
-            };
-            let (min, max): (i128, i128) = match data_type {
-                ArrowType::Int8 => (i128::from(i8::MIN), i128::from(i8::MAX)),
-                ArrowType::Int16 => (i128::from(i16::MIN), i128::from(i16::MAX)),
-                ArrowType::Int32 => (i128::from(i32::MIN), i128::from(i32::MAX)),
-                ArrowType::Int64 => (i128::from(i64::MIN), i128::from(i64::MAX)),
-                ArrowType::UInt8 => (0, i128::from(u8::MAX)),
-                ArrowType::UInt16 => (0, i128::from(u16::MAX)),
-                ArrowType::UInt32 => (0, i128::from(u32::MAX)),
-                _ => (0, i128::from(u64::MAX)),
-            };
-            if *v > max {
-                return Ok(Operand::Constant(beyond_range(op, true)));
-            }
-            if *v < min {
-                return Ok(Operand::Constant(beyond_range(op, false)));
-            }
-            let array: ArrayRef = match i64::try_from(*v) {
-                Ok(v) => Arc::new(Int64Array::from(vec![v])),
-                // Only u64 values above i64::MAX get here.
-                Err(_) => Arc::new(deltalake::arrow::array::UInt64Array::from(vec![
-                    u64::try_from(*v).map_err(|_| unsupported())?,
-                ])),
-            };
-            Operand::Value(op, cast_to(array)?)
-        }
+        | ArrowType::UInt64 => return int_operand(data_type, typed, literal, op),
         ArrowType::Float64 => {
             let Typed::Float(v) = typed else {
-                return Err(unsupported());
+                return Err(unsupported(data_type, literal));
             };
             let v = crate::value::normalize_float(*v);
             Operand::Value(
@@ -430,119 +383,213 @@ fn scalar_for(
             )
         }
         ArrowType::Decimal128(precision, scale) => {
-            let text = match literal {
-                Literal::Number(t) | Literal::String(t) => t.trim().to_string(),
-                _ => return Err(unsupported()),
-            };
-            let (value, exact_below) =
-                match decimal_at_scale(&text, i32::from(*scale)).ok_or_else(unsupported)? {
-                    // Beyond every value an i128 holds at the column's scale.
-                    Err(positive) => return Ok(Operand::Constant(beyond_range(op, positive))),
-                    Ok((value, true)) => (value, None),
-                    // More fractional digits than the column keeps: floored to its scale.
-                    Ok((floor, false)) => (floor, Some(floor)),
-                };
-            let limit = 10i128
-                .checked_pow(u32::from(*precision))
-                .unwrap_or(i128::MAX);
-            let (op, value) = match exact_below {
-                None => (op, value),
-                Some(below) => match between_representable(op) {
-                    (_, _, Some(constant)) => return Ok(Operand::Constant(constant)),
-                    (Some(new_op), true, None) => (new_op, below.saturating_add(1)),
-                    (Some(new_op), false, None) => (new_op, below),
-                    (None, _, None) => return Err(unsupported()),
-                },
-            };
-            if value >= limit {
-                return Ok(Operand::Constant(beyond_range(op, true)));
-            }
-            if value <= -limit {
-                return Ok(Operand::Constant(beyond_range(op, false)));
-            }
-            let array = Decimal128Array::from(vec![value])
-                .with_precision_and_scale(*precision, *scale)
-                .map_err(|e| Error::arrow(format!("preparing literal {literal}"), e))?;
-            Operand::Value(op, Arc::new(array))
+            return decimal_operand(data_type, (*precision, *scale), literal, op);
         }
         ArrowType::Date32 | ArrowType::Date64 => {
             let Typed::Date(d) = typed else {
-                return Err(unsupported());
+                return Err(unsupported(data_type, literal));
             };
-            let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).ok_or_else(unsupported)?;
+            let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)
+                .ok_or_else(|| unsupported(data_type, literal))?;
             let days = i32::try_from(d.signed_duration_since(epoch).num_days())
-                .map_err(|_| unsupported())?;
-            Operand::Value(op, cast_to(Arc::new(Date32Array::from(vec![days])))?)
+                .map_err(|_| unsupported(data_type, literal))?;
+            Operand::Value(
+                op,
+                cast_literal(Arc::new(Date32Array::from(vec![days])), data_type, literal)?,
+            )
         }
         ArrowType::Timestamp(unit, zone) => {
-            let Typed::Timestamp(t) = typed else {
-                return Err(unsupported());
-            };
-            let micros = t.and_utc().timestamp_micros();
-            let array: ArrayRef = match unit {
-                TimeUnit::Microsecond => Arc::new(
-                    TimestampMicrosecondArray::from(vec![micros]).with_timezone_opt(zone.clone()),
-                ),
-                TimeUnit::Nanosecond => {
-                    let Some(nanos) = micros.checked_mul(1000) else {
-                        return Ok(Operand::Constant(beyond_range(op, micros > 0)));
-                    };
-                    Arc::new(
-                        deltalake::arrow::array::TimestampNanosecondArray::from(vec![nanos])
-                            .with_timezone_opt(zone.clone()),
-                    )
-                }
-                TimeUnit::Millisecond | TimeUnit::Second => {
-                    let per = if matches!(unit, TimeUnit::Millisecond) {
-                        1_000
-                    } else {
-                        1_000_000
-                    };
-                    let below = micros.div_euclid(per);
-                    let exact = micros.rem_euclid(per) == 0;
-                    let (op, value) = if exact {
-                        (op, below)
-                    } else {
-                        match between_representable(op) {
-                            (_, _, Some(constant)) => return Ok(Operand::Constant(constant)),
-                            (Some(new_op), true, None) => (new_op, below.saturating_add(1)),
-                            (Some(new_op), false, None) => (new_op, below),
-                            (None, _, None) => return Err(unsupported()),
-                        }
-                    };
-                    let array: ArrayRef = if matches!(unit, TimeUnit::Millisecond) {
-                        Arc::new(
-                            deltalake::arrow::array::TimestampMillisecondArray::from(vec![value])
-                                .with_timezone_opt(zone.clone()),
-                        )
-                    } else {
-                        Arc::new(
-                            deltalake::arrow::array::TimestampSecondArray::from(vec![value])
-                                .with_timezone_opt(zone.clone()),
-                        )
-                    };
-                    return Ok(Operand::Value(op, array));
-                }
-            };
-            Operand::Value(op, array)
+            return timestamp_operand(data_type, (*unit, zone), typed, literal, op);
         }
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => {
             let Typed::Text(text) = typed else {
-                return Err(unsupported());
+                return Err(unsupported(data_type, literal));
             };
             Operand::Value(
                 op,
-                cast_to(Arc::new(StringArray::from(vec![text.as_str()])))?,
+                cast_literal(
+                    Arc::new(StringArray::from(vec![text.as_str()])),
+                    data_type,
+                    literal,
+                )?,
             )
         }
         ArrowType::Boolean => {
             let Typed::Bool(b) = typed else {
-                return Err(unsupported());
+                return Err(unsupported(data_type, literal));
             };
             Operand::Value(op, Arc::new(BooleanArray::from(vec![*b])))
         }
-        _ => return Err(unsupported()),
+        _ => return Err(unsupported(data_type, literal)),
     })
+}
+
+/// A literal with no comparison on arrays of `data_type`: a bug, as binding typed it.
+fn unsupported(data_type: &ArrowType, literal: &Literal) -> Error {
+    Error::Internal(format!(
+        "no row comparison for Arrow type {data_type} with literal {literal}"
+    ))
+}
+
+/// A one-value `array` cast to `data_type` (an error, never a null, when the value does not
+/// fit).
+fn cast_literal(array: ArrayRef, data_type: &ArrowType, literal: &Literal) -> Result<ArrayRef> {
+    if array.data_type() == data_type {
+        return Ok(array);
+    }
+    cast_with_options(
+        &array,
+        data_type,
+        &CastOptions {
+            safe: false,
+            ..CastOptions::default()
+        },
+    )
+    .map_err(|e| Error::arrow(format!("preparing literal {literal}"), e))
+}
+
+/// [`scalar_for`] on an integer column: a literal outside the type's range makes the
+/// comparison a constant.
+fn int_operand(
+    data_type: &ArrowType,
+    typed: &Typed,
+    literal: &Literal,
+    op: CompareOp,
+) -> Result<Operand> {
+    let Typed::Int(v) = typed else {
+        return Err(unsupported(data_type, literal));
+    };
+    let (min, max): (i128, i128) = match data_type {
+        ArrowType::Int8 => (i128::from(i8::MIN), i128::from(i8::MAX)),
+        ArrowType::Int16 => (i128::from(i16::MIN), i128::from(i16::MAX)),
+        ArrowType::Int32 => (i128::from(i32::MIN), i128::from(i32::MAX)),
+        ArrowType::Int64 => (i128::from(i64::MIN), i128::from(i64::MAX)),
+        ArrowType::UInt8 => (0, i128::from(u8::MAX)),
+        ArrowType::UInt16 => (0, i128::from(u16::MAX)),
+        ArrowType::UInt32 => (0, i128::from(u32::MAX)),
+        _ => (0, i128::from(u64::MAX)),
+    };
+    if *v > max {
+        return Ok(Operand::Constant(beyond_range(op, true)));
+    }
+    if *v < min {
+        return Ok(Operand::Constant(beyond_range(op, false)));
+    }
+    let array: ArrayRef = match i64::try_from(*v) {
+        Ok(v) => Arc::new(Int64Array::from(vec![v])),
+        // Only u64 values above i64::MAX get here.
+        Err(_) => Arc::new(deltalake::arrow::array::UInt64Array::from(vec![
+            u64::try_from(*v).map_err(|_| unsupported(data_type, literal))?,
+        ])),
+    };
+    Ok(Operand::Value(op, cast_literal(array, data_type, literal)?))
+}
+
+/// [`scalar_for`] on a decimal column of `(precision, scale)`: the literal's digits at the
+/// column's scale, exactly, with the operator adjusted when it falls between two
+/// representable values.
+fn decimal_operand(
+    data_type: &ArrowType,
+    (precision, scale): (u8, i8),
+    literal: &Literal,
+    op: CompareOp,
+) -> Result<Operand> {
+    let text = match literal {
+        Literal::Number(t) | Literal::String(t) => t.trim().to_string(),
+        _ => return Err(unsupported(data_type, literal)),
+    };
+    let (value, exact_below) = match decimal_at_scale(&text, i32::from(scale))
+        .ok_or_else(|| unsupported(data_type, literal))?
+    {
+        // Beyond every value an i128 holds at the column's scale.
+        Err(positive) => return Ok(Operand::Constant(beyond_range(op, positive))),
+        Ok((value, true)) => (value, None),
+        // More fractional digits than the column keeps: floored to its scale.
+        Ok((floor, false)) => (floor, Some(floor)),
+    };
+    let limit = 10i128
+        .checked_pow(u32::from(precision))
+        .unwrap_or(i128::MAX);
+    let (op, value) = match exact_below {
+        None => (op, value),
+        Some(below) => match between_representable(op) {
+            (_, _, Some(constant)) => return Ok(Operand::Constant(constant)),
+            (Some(new_op), true, None) => (new_op, below.saturating_add(1)),
+            (Some(new_op), false, None) => (new_op, below),
+            (None, _, None) => return Err(unsupported(data_type, literal)),
+        },
+    };
+    if value >= limit {
+        return Ok(Operand::Constant(beyond_range(op, true)));
+    }
+    if value <= -limit {
+        return Ok(Operand::Constant(beyond_range(op, false)));
+    }
+    let array = Decimal128Array::from(vec![value])
+        .with_precision_and_scale(precision, scale)
+        .map_err(|e| Error::arrow(format!("preparing literal {literal}"), e))?;
+    Ok(Operand::Value(op, Arc::new(array)))
+}
+
+/// [`scalar_for`] on a timestamp column of `unit` and time zone `zone`: microseconds, at the
+/// column's unit, with the operator adjusted when the literal falls between two of its values.
+fn timestamp_operand(
+    data_type: &ArrowType,
+    (unit, zone): (TimeUnit, &Option<Arc<str>>),
+    typed: &Typed,
+    literal: &Literal,
+    op: CompareOp,
+) -> Result<Operand> {
+    let Typed::Timestamp(t) = typed else {
+        return Err(unsupported(data_type, literal));
+    };
+    let micros = t.and_utc().timestamp_micros();
+    let array: ArrayRef = match unit {
+        TimeUnit::Microsecond => {
+            Arc::new(TimestampMicrosecondArray::from(vec![micros]).with_timezone_opt(zone.clone()))
+        }
+        TimeUnit::Nanosecond => {
+            let Some(nanos) = micros.checked_mul(1000) else {
+                return Ok(Operand::Constant(beyond_range(op, micros > 0)));
+            };
+            Arc::new(
+                deltalake::arrow::array::TimestampNanosecondArray::from(vec![nanos])
+                    .with_timezone_opt(zone.clone()),
+            )
+        }
+        TimeUnit::Millisecond | TimeUnit::Second => {
+            let per = if matches!(unit, TimeUnit::Millisecond) {
+                1_000
+            } else {
+                1_000_000
+            };
+            let below = micros.div_euclid(per);
+            let exact = micros.rem_euclid(per) == 0;
+            let (op, value) = if exact {
+                (op, below)
+            } else {
+                match between_representable(op) {
+                    (_, _, Some(constant)) => return Ok(Operand::Constant(constant)),
+                    (Some(new_op), true, None) => (new_op, below.saturating_add(1)),
+                    (Some(new_op), false, None) => (new_op, below),
+                    (None, _, None) => return Err(unsupported(data_type, literal)),
+                }
+            };
+            let array: ArrayRef = if matches!(unit, TimeUnit::Millisecond) {
+                Arc::new(
+                    deltalake::arrow::array::TimestampMillisecondArray::from(vec![value])
+                        .with_timezone_opt(zone.clone()),
+                )
+            } else {
+                Arc::new(
+                    deltalake::arrow::array::TimestampSecondArray::from(vec![value])
+                        .with_timezone_opt(zone.clone()),
+                )
+            };
+            return Ok(Operand::Value(op, array));
+        }
+    };
+    Ok(Operand::Value(op, array))
 }
 
 /// A decimal literal (`-1.25`, `.5`, `3e2`) in units of `10^-scale`: `Ok((floor, exact))`,

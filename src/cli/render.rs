@@ -1091,6 +1091,12 @@ pub fn recommend(out: &mut impl Write, r: &crate::recommend::Recommendation) -> 
             &format_size(c.rewrite_bytes),
         )?;
     }
+    recommend_pick(out, r)
+}
+
+/// The last lines of the `recommend` text: the pick with its figures and command, or why
+/// there is none.
+fn recommend_pick(out: &mut impl Write, r: &crate::recommend::Recommendation) -> io::Result<()> {
     let Some((pick, command)) = r
         .pick
         .and_then(|i| r.candidates.get(i))

@@ -665,24 +665,7 @@ fn build(
         });
     }
 
-    let predicates = options
-        .predicates
-        .iter()
-        .map(|p| {
-            let score::Scan {
-                files: files_scanned,
-                bytes: bytes_scanned,
-                ..
-            } = score::scan(analysis, &files, p)?;
-            Ok(PredicateReport {
-                predicate: p.to_string(),
-                files_scanned,
-                files_skipped: file_count as u64 - files_scanned,
-                bytes_scanned,
-                bytes_skipped: total_bytes - bytes_scanned,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let predicates = predicate_reports(analysis, &files, &options.predicates, total_bytes)?;
 
     let layouts = analysis
         .columns
@@ -713,6 +696,36 @@ fn build(
         layouts,
         selected_by: None,
     })
+}
+
+/// What each of the user's `predicates` scans and skips of the table's files (`--predicates`),
+/// in their order.
+///
+/// # Errors
+/// What [`score::scan`] returns for a predicate that does not fit the table.
+fn predicate_reports(
+    analysis: &Analysis<'_>,
+    files: &score::ScoredFiles,
+    predicates: &[Predicate],
+    total_bytes: u64,
+) -> Result<Vec<PredicateReport>> {
+    predicates
+        .iter()
+        .map(|p| {
+            let score::Scan {
+                files: files_scanned,
+                bytes: bytes_scanned,
+                ..
+            } = score::scan(analysis, files, p)?;
+            Ok(PredicateReport {
+                predicate: p.to_string(),
+                files_scanned,
+                files_skipped: analysis.table.files.len() as u64 - files_scanned,
+                bytes_scanned,
+                bytes_skipped: total_bytes - bytes_scanned,
+            })
+        })
+        .collect()
 }
 
 /// One query's result on one version.

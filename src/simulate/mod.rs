@@ -162,32 +162,24 @@ pub(crate) fn layout_plan(
 /// sample, so memory grows with them.
 pub const MAX_CONCURRENT_ESTIMATES: usize = 4;
 
-/// Estimates every layout of `job` at every target size from `table`'s rows, read once
-/// (see the [`estimate`] module), calling `advanced` after each; up to
-/// [`MAX_CONCURRENT_ESTIMATES`] at once, the results in the order of `job` (layouts, then
-/// target sizes). Planned and read as the scratch tables of a build are: without the
-/// clustering columns or row tracking the table declares (a scratch log leaves them out).
+/// One layout at one target size, planned: its index in the order of the job (layouts, then
+/// target sizes), the layout, the target (bytes), the plan, and the milliseconds it took.
+type Planned = (usize, Layout, u64, crate::plan::Plan, u64);
+
+/// Plans every layout of `job` at every target size as a build plans it (sized by the output
+/// ratio measured on the files each plan samples, measures kept in `memo`), `concurrency` at
+/// once, a target at a time.
 ///
 /// # Errors
-/// What planning returns for a layout (named as [`crate::Setting::Layouts`]); the read
-/// errors of the files; [`Error::Cancelled`].
-pub(crate) async fn estimate_layouts(
-    table: TableView,
+/// What planning returns for a layout (named as [`crate::Setting::Layouts`]);
+/// [`Error::Cancelled`].
+async fn plan_layouts(
+    table: &TableView,
     job: &EstimateJob,
-    advanced: &(dyn Fn() + Sync),
-) -> Result<Vec<EstimatedLayout>> {
+    concurrency: usize,
+    memo: &crate::prepare::MeasureMemo,
+) -> Result<Vec<Planned>> {
     use futures::{StreamExt as _, TryStreamExt as _};
-    let mut table = table;
-    table.clustering_columns = None;
-    table.row_tracking = None;
-    let concurrency = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .clamp(1, MAX_CONCURRENT_ESTIMATES);
-    let indexed = crate::rewrite::stats::indexed_columns(&table)?;
-    // Planned a target at a time (the layouts planned at once differ), so that the plans of
-    // one layout at later targets reuse its output measure (`MeasureMemo`); results in the
-    // order of `job`.
-    let memo = crate::prepare::MeasureMemo::default();
     let pairs: Vec<(usize, &Layout, u64)> = job
         .target_sizes
         .iter()
@@ -199,9 +191,8 @@ pub(crate) async fn estimate_layouts(
                 .map(move |(l, layout)| (l * job.target_sizes.len() + t, layout, target))
         })
         .collect();
-    let mut plans: Vec<(usize, Layout, u64, crate::plan::Plan, u64)> = futures::stream::iter(pairs)
+    futures::stream::iter(pairs)
         .map(|(index, layout, target)| {
-            let (table, memo) = (&table, &memo);
             async move {
                 if job.cancel.load(Ordering::SeqCst) {
                     return Err(Error::Cancelled);
@@ -228,7 +219,36 @@ pub(crate) async fn estimate_layouts(
         })
         .buffered(concurrency)
         .try_collect()
-        .await?;
+        .await
+}
+
+/// Estimates every layout of `job` at every target size from `table`'s rows, read once
+/// (see the [`estimate`] module), calling `advanced` after each; up to
+/// [`MAX_CONCURRENT_ESTIMATES`] at once, the results in the order of `job` (layouts, then
+/// target sizes). Planned and read as the scratch tables of a build are: without the
+/// clustering columns or row tracking the table declares (a scratch log leaves them out).
+///
+/// # Errors
+/// What planning returns for a layout (named as [`crate::Setting::Layouts`]); the read
+/// errors of the files; [`Error::Cancelled`].
+pub(crate) async fn estimate_layouts(
+    table: TableView,
+    job: &EstimateJob,
+    advanced: &(dyn Fn() + Sync),
+) -> Result<Vec<EstimatedLayout>> {
+    use futures::{StreamExt as _, TryStreamExt as _};
+    let mut table = table;
+    table.clustering_columns = None;
+    table.row_tracking = None;
+    let concurrency = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .clamp(1, MAX_CONCURRENT_ESTIMATES);
+    let indexed = crate::rewrite::stats::indexed_columns(&table)?;
+    // Planned a target at a time (the layouts planned at once differ), so that the plans of
+    // one layout at later targets reuse its output measure (`MeasureMemo`); results in the
+    // order of `job`.
+    let memo = crate::prepare::MeasureMemo::default();
+    let mut plans = plan_layouts(&table, job, concurrency, &memo).await?;
     plans.sort_by_key(|(index, ..)| *index);
     let mut needed = job.needed.clone();
     for (_, _, _, plan, _) in &plans {

@@ -170,119 +170,12 @@ pub async fn sweep(
     progress: Arc<dyn Progress>,
 ) -> Result<SweepReport> {
     let started = Instant::now();
-    if options.target_sizes.is_empty() || options.target_sizes.contains(&0) {
-        return Err(Error::invalid_option(
-            crate::Setting::TargetSizes,
-            "needs at least one size, each greater than 0",
-        ));
-    }
-    let floor = crate::plan::target_floor_bytes()?;
-    for &bytes in &options.target_sizes {
-        crate::plan::check_target_bytes(crate::Setting::TargetSizes, bytes, floor)?;
-    }
-    if options.layouts.is_empty() {
-        return Err(Error::invalid_option(
-            crate::Setting::Layouts,
-            "needs at least one layout",
-        ));
-    }
-    if let Some(f) = options.sample
-        && !(f > 0.0 && f <= 1.0)
-    {
-        return Err(Error::invalid_option(
-            crate::Setting::Sample,
-            format!("must be in (0, 1], got {f}"),
-        ));
-    }
-    options.report.validate()?;
+    check_options(options)?;
     let table = TableView::load(location, None).await?;
     table.protocol.check_writable(&table.display_location())?;
-    // Columns and predicates must fit the table before anything is built.
-    let leaves = table.data_leaf_columns();
-    let known: Vec<String> = table
-        .partition_columns
-        .iter()
-        .cloned()
-        .chain(leaves.iter().map(crate::table::LeafColumn::display_name))
-        .collect();
-    for layout in &options.layouts {
-        if let Layout::Curve { columns, .. } = layout {
-            for column in columns {
-                let refused = |message: String| Error::UnknownColumn {
-                    column: column.clone(),
-                    setting: Some(crate::Setting::Layouts),
-                    message: format!("('{}') {message}", layout.name()),
-                };
-                if !known.iter().any(|k| k.eq_ignore_ascii_case(column)) {
-                    if let Some(message) = crate::column::parse_path(column)
-                        .ok()
-                        .and_then(|p| crate::table::schema::void_column_message(&table.schema, &p))
-                    {
-                        return Err(refused(message));
-                    }
-                    return Err(refused(format!(
-                        "does not exist in table '{}' (columns: {})",
-                        table.display_location(),
-                        known.join(", ")
-                    )));
-                }
-                // A curve needs an order: the rule `optimize` applies (`plan::cluster`).
-                if let Some(leaf) = leaves
-                    .iter()
-                    .find(|l| l.display_name().eq_ignore_ascii_case(column))
-                {
-                    if matches!(leaf.data_type, deltalake::kernel::DataType::Variant(_)) {
-                        return Err(refused(
-                            "is a variant, which has no order (PROTOCOL.md \"Variant Data Type\": not a comparable type), so it cannot be a curve column".into(),
-                        ));
-                    }
-                    if !crate::bound::has_min_max(&leaf.data_type) {
-                        return Err(refused(format!(
-                            "has type {}, which has no order, so it cannot be a curve column",
-                            leaf.data_type
-                        )));
-                    }
-                }
-            }
-        }
-    }
-    // The report's columns must exist (named in the table's terms, not a scratch's).
-    Analysis::new(&table, report_columns(&table, options).as_deref())
-        .map_err(|e| Error::invalid_option(crate::Setting::ReportColumns, e.to_string()))?;
-    if let Some(workload) = &options.workload {
-        workload.bind(&table)?;
-    }
-    for predicate in &options.report.predicates {
-        crate::pruning::Pruner::new(&table, predicate).map_err(|e| {
-            Error::invalid_option(crate::Setting::PredicateFile, format!("'{predicate}': {e}"))
-        })?;
-    }
-    // `--where`: the selected files only, as `optimize --where` would rewrite them.
+    check_against_table(&table, options)?;
     let mut table = table;
-    let selected_by = match &options.predicate {
-        None => None,
-        Some(predicate) => {
-            let (selected, files) =
-                crate::plan::select_files(&table, predicate, options.include_unknown)?;
-            if files.selected == 0 {
-                return Err(Error::invalid_option(
-                    crate::Setting::PartitionPredicate,
-                    format!(
-                        "'{predicate}' selects no file of '{}' ({} ruled out by their stats or partition values, {} without stats for its columns): nothing to sweep",
-                        table.display_location(),
-                        files.ruled_out,
-                        files.without_stats
-                    ),
-                ));
-            }
-            let mut keep = selected.into_iter();
-            table.files.retain(|_| keep.next().unwrap_or(false));
-            Some(crate::report::SelectedBy {
-                predicate: predicate.clone(),
-                files,
-            })
-        }
-    };
+    let selected_by = select(&mut table, options)?;
     // A local table is mirrored by symbolic links; a table in an object store is referred to
     // by absolute URIs from a local scratch log (nothing is copied either way).
     let source_root = table.location.to_file_path().ok();
@@ -333,57 +226,17 @@ pub async fn sweep(
             let dir = scratch
                 .path
                 .join(format!("combination-{}", combinations.len()));
-            match &source_root {
-                Some(root) => mirror(root, &dir)?,
-                None => std::fs::create_dir_all(dir.join("_delta_log"))
-                    .map_err(|e| scratch_error(&dir, &e))?,
-            }
-            std::fs::write(dir.join("_delta_log").join(format!("{:020}.json", 0)), &log)
-                .map_err(|e| scratch_error(&dir, &e))?;
-            let built = Instant::now();
-            // Planned on full-size inputs with the full target: each output holds a sample.
-            let plan = layout_plan(layout, target, options.workload.as_ref(), true, true)?;
-            let build = OptimizeOptions::default()
-                .with_plan(plan)
-                .with_memory_limit(options.memory_limit_bytes)
-                .with_cancel(options.cancel.clone())
-                .with_sample((fraction < 1.0).then_some((fraction, options.report.seed)))
-                .with_files_of(source_root.is_none().then(|| table.clone()));
-            let location = dir.display().to_string();
-            optimize(&location, &build, progress.clone())
-                .await
-                .map_err(|e| as_layout_error(e, layout))?;
-            let build_ms = u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let laid_out = TableView::load(&location, None).await?;
-            if totals.rows > 0 && laid_out.totals().rows == 0 {
-                return Err(Error::invalid_option(
-                    crate::Setting::Sample,
-                    format!(
-                        "a sample of {fraction} keeps none of the table's {} rows",
-                        totals.rows
-                    ),
-                ));
-            }
-            let measured = {
-                let laid_out = laid_out.clone();
-                let workload_in = workload.clone();
-                let report_columns = report_columns.clone();
-                let report = options.report.clone();
-                tokio::task::spawn_blocking(move || {
-                    measure(
-                        &laid_out,
-                        workload_in,
-                        report_columns.as_deref(),
-                        &report,
-                        None,
-                    )
-                })
-                .await
-                .map_err(|e| Error::TaskFailed {
-                    task: "measuring",
-                    source: e,
-                })??
+            let job = Build {
+                table: &table,
+                log: &log,
+                source_root: source_root.as_deref(),
+                fraction,
+                options,
+                report_columns: report_columns.as_deref(),
+                progress: &progress,
             };
+            let (measured, build_ms, version) =
+                build_and_measure(&job, layout, target, &dir, workload.clone()).await?;
             let (mut combination, predicates, names) = measured;
             if workload.is_none() {
                 workload = Some(predicates);
@@ -393,7 +246,7 @@ pub async fn sweep(
             combination.target_file_bytes = target;
             combination.simulated_target_bytes = simulated;
             combination.build_ms = build_ms;
-            combinations.push((combination, laid_out.version));
+            combinations.push((combination, version));
             std::fs::remove_dir_all(&dir).map_err(|e| scratch_error(&dir, &e))?;
             progress.phase_advanced(Scope::Run, Phase::Sweep, 1);
         }
@@ -414,6 +267,236 @@ pub async fn sweep(
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         selected_by,
     })
+}
+
+/// Checks the options that need no table: target sizes (each above the floor), layouts,
+/// the sample share, the report's options.
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming the setting.
+fn check_options(options: &SweepOptions) -> Result<()> {
+    if options.target_sizes.is_empty() || options.target_sizes.contains(&0) {
+        return Err(Error::invalid_option(
+            crate::Setting::TargetSizes,
+            "needs at least one size, each greater than 0",
+        ));
+    }
+    let floor = crate::plan::target_floor_bytes()?;
+    for &bytes in &options.target_sizes {
+        crate::plan::check_target_bytes(crate::Setting::TargetSizes, bytes, floor)?;
+    }
+    if options.layouts.is_empty() {
+        return Err(Error::invalid_option(
+            crate::Setting::Layouts,
+            "needs at least one layout",
+        ));
+    }
+    if let Some(f) = options.sample
+        && !(f > 0.0 && f <= 1.0)
+    {
+        return Err(Error::invalid_option(
+            crate::Setting::Sample,
+            format!("must be in (0, 1], got {f}"),
+        ));
+    }
+    options.report.validate()?;
+    Ok(())
+}
+
+/// Checks that the layouts' curve columns, the report's columns, the workload and the
+/// predicates fit `table`, before anything is built.
+///
+/// # Errors
+/// [`Error::UnknownColumn`] for a curve column the table lacks or that has no order;
+/// [`Error::InvalidOption`] for report columns or predicates that do not fit; the
+/// workload's binding errors.
+fn check_against_table(table: &TableView, options: &SweepOptions) -> Result<()> {
+    let leaves = table.data_leaf_columns();
+    let known: Vec<String> = table
+        .partition_columns
+        .iter()
+        .cloned()
+        .chain(leaves.iter().map(crate::table::LeafColumn::display_name))
+        .collect();
+    for layout in &options.layouts {
+        if let Layout::Curve { columns, .. } = layout {
+            for column in columns {
+                let refused = |message: String| Error::UnknownColumn {
+                    column: column.clone(),
+                    setting: Some(crate::Setting::Layouts),
+                    message: format!("('{}') {message}", layout.name()),
+                };
+                if !known.iter().any(|k| k.eq_ignore_ascii_case(column)) {
+                    if let Some(message) = crate::column::parse_path(column)
+                        .ok()
+                        .and_then(|p| crate::table::schema::void_column_message(&table.schema, &p))
+                    {
+                        return Err(refused(message));
+                    }
+                    return Err(refused(format!(
+                        "does not exist in table '{}' (columns: {})",
+                        table.display_location(),
+                        known.join(", ")
+                    )));
+                }
+                // A curve needs an order: the rule `optimize` applies (`plan::cluster`).
+                if let Some(leaf) = leaves
+                    .iter()
+                    .find(|l| l.display_name().eq_ignore_ascii_case(column))
+                {
+                    if matches!(leaf.data_type, deltalake::kernel::DataType::Variant(_)) {
+                        return Err(refused(
+                            "is a variant, which has no order (PROTOCOL.md \"Variant Data Type\": not a comparable type), so it cannot be a curve column".into(),
+                        ));
+                    }
+                    if !crate::bound::has_min_max(&leaf.data_type) {
+                        return Err(refused(format!(
+                            "has type {}, which has no order, so it cannot be a curve column",
+                            leaf.data_type
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    // The report's columns must exist (named in the table's terms, not a scratch's).
+    Analysis::new(table, report_columns(table, options).as_deref())
+        .map_err(|e| Error::invalid_option(crate::Setting::ReportColumns, e.to_string()))?;
+    if let Some(workload) = &options.workload {
+        workload.bind(table)?;
+    }
+    for predicate in &options.report.predicates {
+        crate::pruning::Pruner::new(table, predicate).map_err(|e| {
+            Error::invalid_option(crate::Setting::PredicateFile, format!("'{predicate}': {e}"))
+        })?;
+    }
+    Ok(())
+}
+
+/// `--where`: keeps the files of `table` the predicate selects, as `optimize --where` would
+/// rewrite them, and says what it selected (`None` without a predicate).
+///
+/// # Errors
+/// What [`crate::plan::select_files`] returns; [`Error::InvalidOption`] when no file is
+/// selected.
+fn select(
+    table: &mut TableView,
+    options: &SweepOptions,
+) -> Result<Option<crate::report::SelectedBy>> {
+    Ok(match &options.predicate {
+        None => None,
+        Some(predicate) => {
+            let (selected, files) =
+                crate::plan::select_files(table, predicate, options.include_unknown)?;
+            if files.selected == 0 {
+                return Err(Error::invalid_option(
+                    crate::Setting::PartitionPredicate,
+                    format!(
+                        "'{predicate}' selects no file of '{}' ({} ruled out by their stats or partition values, {} without stats for its columns): nothing to sweep",
+                        table.display_location(),
+                        files.ruled_out,
+                        files.without_stats
+                    ),
+                ));
+            }
+            let mut keep = selected.into_iter();
+            table.files.retain(|_| keep.next().unwrap_or(false));
+            Some(crate::report::SelectedBy {
+                predicate: predicate.clone(),
+                files,
+            })
+        }
+    })
+}
+
+/// What every build of a sweep shares.
+struct Build<'a> {
+    /// The table swept (its selected files).
+    table: &'a TableView,
+    /// The scratch log: one commit with the table's schema and files.
+    log: &'a str,
+    /// The table's local root, mirrored by symbolic links (`None`: an object store, read by
+    /// absolute URIs).
+    source_root: Option<&'a Path>,
+    /// The share of rows sampled.
+    fraction: f64,
+    options: &'a SweepOptions,
+    report_columns: Option<&'a [String]>,
+    progress: &'a Arc<dyn Progress>,
+}
+
+/// Builds `layout` at `target` in the scratch table `dir` with `optimize`, and measures it
+/// ([`measure`]) on `workload` (drawn from the build when `None`): the measure, the build's
+/// wall time in milliseconds, and the scratch table's version.
+///
+/// # Errors
+/// Writing the scratch table; what `optimize` returns (named as the layout); a sample that
+/// keeps no row; [`Error::TaskFailed`].
+async fn build_and_measure(
+    job: &Build<'_>,
+    layout: &Layout,
+    target: u64,
+    dir: &Path,
+    workload: Option<Vec<(Predicate, u64)>>,
+) -> Result<(Measured, u64, u64)> {
+    match job.source_root {
+        Some(root) => mirror(root, dir)?,
+        None => {
+            std::fs::create_dir_all(dir.join("_delta_log")).map_err(|e| scratch_error(dir, &e))?
+        }
+    }
+    std::fs::write(
+        dir.join("_delta_log").join(format!("{:020}.json", 0)),
+        job.log,
+    )
+    .map_err(|e| scratch_error(dir, &e))?;
+    let built = Instant::now();
+    // Planned on full-size inputs with the full target: each output holds a sample.
+    let plan = layout_plan(layout, target, job.options.workload.as_ref(), true, true)?;
+    let (options, fraction) = (job.options, job.fraction);
+    let build = OptimizeOptions::default()
+        .with_plan(plan)
+        .with_memory_limit(options.memory_limit_bytes)
+        .with_cancel(options.cancel.clone())
+        .with_sample((fraction < 1.0).then_some((fraction, options.report.seed)))
+        .with_files_of(job.source_root.is_none().then(|| job.table.clone()));
+    let location = dir.display().to_string();
+    optimize(&location, &build, job.progress.clone())
+        .await
+        .map_err(|e| as_layout_error(e, layout))?;
+    let build_ms = u64::try_from(built.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let laid_out = TableView::load(&location, None).await?;
+    let totals = job.table.totals();
+    if totals.rows > 0 && laid_out.totals().rows == 0 {
+        return Err(Error::invalid_option(
+            crate::Setting::Sample,
+            format!(
+                "a sample of {fraction} keeps none of the table's {} rows",
+                totals.rows
+            ),
+        ));
+    }
+    let measured = {
+        let laid_out = laid_out.clone();
+        let workload_in = workload;
+        let report_columns = job.report_columns.map(<[String]>::to_vec);
+        let report = options.report.clone();
+        tokio::task::spawn_blocking(move || {
+            measure(
+                &laid_out,
+                workload_in,
+                report_columns.as_deref(),
+                &report,
+                None,
+            )
+        })
+        .await
+        .map_err(|e| Error::TaskFailed {
+            task: "measuring",
+            source: e,
+        })??
+    };
+    Ok((measured, build_ms, laid_out.version))
 }
 
 /// [`sweep`] with `--estimate`: the table's rows read once, each combination's files
@@ -929,11 +1012,8 @@ fn scratch_log(table: &TableView, absolute: bool) -> Result<String> {
 /// size, files, value).
 #[must_use]
 pub fn html(report: &SweepReport) -> String {
-    use std::fmt::Write as _;
-    const COLORS: [&str; 6] = [
-        "#4a7fb5", "#d9534f", "#5cb85c", "#f0ad4e", "#8e44ad", "#555",
-    ];
     use crate::report::html::escape;
+    use std::fmt::Write as _;
     let mut page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>delta-layout sweep: {t}</title>\
          <style>body{{font-family:system-ui,sans-serif;margin:24px}}table{{border-collapse:collapse}}\
@@ -966,149 +1046,24 @@ pub fn html(report: &SweepReport) -> String {
     let legend_width = layouts.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     #[expect(clippy::cast_precision_loss, reason = "pixels")]
     let legend_width = legend_width as f64 * 6.5 + 40.0;
-    #[expect(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "chart coordinates"
-    )]
-    let chart = |page: &mut String,
-                 title: &str,
-                 y_label: &str,
-                 value: &dyn Fn(&Combination) -> f64| {
-        // Plot area at (left, top), size (pw, ph); the legend right of it.
-        let (left, top, pw, ph, bottom_margin) = (78.0, 34.0, 420.0, 230.0, 46.0);
-        let (w, h) = (left + pw + 24.0 + legend_width, top + ph + bottom_margin);
-        let files: Vec<f64> = report
-            .combinations
-            .iter()
-            .map(|c| c.files.max(1) as f64)
-            .collect();
-        let xs: Vec<f64> = files.iter().map(|f| f.ln()).collect();
-        let ys: Vec<f64> = report.combinations.iter().map(value).collect();
-        let (x0, x1) = (
-            xs.iter().copied().fold(f64::INFINITY, f64::min),
-            xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        );
-        let y_ticks = crate::report::html::byte_ticks(ys.iter().copied().fold(0.0, f64::max));
-        let y1 = y_ticks.last().map_or(1.0, |t| t.0).max(1.0);
-        let px = |x: f64| {
-            left + if x1 > x0 {
-                (x - x0) / (x1 - x0) * 0.9 + 0.05
-            } else {
-                0.5
-            } * pw
-        };
-        let py = |y: f64| top + ph - y / y1 * ph;
-        let _ = write!(
-            page,
-            "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{h}\" role=\"img\" \
-             aria-label=\"{title}\"><rect width=\"{w:.0}\" height=\"{h}\" fill=\"#fafafa\"/>\
-             <text x=\"{left}\" y=\"20\" font-size=\"13\" font-weight=\"bold\">{title}</text>"
-        );
-        for (bytes, label) in &y_ticks {
-            let y = py(*bytes);
-            let _ = write!(
-                page,
-                "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e4e4e4\"/>\
-                 <text class=\"tick\" x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{label}</text>",
-                left + pw,
-                left - 4.0,
-                y + 3.5
-            );
-        }
-        // File-count ticks on the log axis: 1, 2 and 5 times powers of ten in range, else
-        // the smallest and largest counts.
-        let (f0, f1) = (x0.exp().round(), x1.exp().round());
-        let mut x_ticks: Vec<f64> = (0..19)
-            .flat_map(|p| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(p)))
-            .filter(|t| *t >= f0 && *t <= f1)
-            .collect();
-        if x_ticks.len() < 2 {
-            x_ticks = vec![f0, f1];
-            x_ticks.dedup();
-        }
-        for t in x_ticks.iter().filter(|t| t.is_finite()) {
-            let x = px(t.ln());
-            let _ = write!(
-                page,
-                "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"/>\
-                 <text class=\"tick\" x=\"{x:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
-                top + ph,
-                top + ph + 4.0,
-                top + ph + 15.0,
-                *t as u64
-            );
-        }
-        for (k, layout) in layouts.iter().enumerate() {
-            let color = COLORS[k % COLORS.len()];
-            let points: Vec<(f64, f64, &Combination)> = report
-                .combinations
-                .iter()
-                .zip(xs.iter().zip(&ys))
-                .filter(|(c, _)| c.layout == *layout)
-                .map(|(c, (x, y))| (px(*x), py(*y), c))
-                .collect();
-            let line: Vec<String> = points
-                .iter()
-                .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
-                .collect();
-            let _ = write!(
-                page,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
-                line.join(" ")
-            );
-            for (x, y, c) in &points {
-                let _ = write!(
-                    page,
-                    "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"><title>{}, target {}: {} files, {}</title></circle>",
-                    escape(&c.layout),
-                    crate::size::format_size(c.target_file_bytes),
-                    c.files,
-                    crate::size::format_size(value(c).max(0.0) as u64)
-                );
-            }
-            // Legend entry, right of the plot area.
-            let (lx, ly) = (left + pw + 24.0, top + 8.0 + 18.0 * k as f64);
-            let _ = write!(
-                page,
-                "<g class=\"legend\"><line x1=\"{lx}\" x2=\"{}\" y1=\"{ly}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"/>\
-                 <circle cx=\"{}\" cy=\"{ly}\" r=\"3.5\" fill=\"{color}\"/>\
-                 <text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text></g>",
-                lx + 22.0,
-                lx + 11.0,
-                lx + 28.0,
-                ly + 4.0,
-                escape(layout)
-            );
-        }
-        let _ = write!(
-            page,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"/>\
-             <line x1=\"{left}\" x2=\"{left}\" y1=\"{top}\" y2=\"{}\" stroke=\"#333\"/>\
-             <text class=\"axis-label\" x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">files (log scale)</text>\
-             <text class=\"axis-label\" transform=\"translate(14 {}) rotate(-90)\" font-size=\"11\" text-anchor=\"middle\">{y_label}</text>\
-             </svg></figure>",
-            left + pw,
-            top + ph,
-            top + ph,
-            top + ph,
-            left + pw / 2.0,
-            top + ph + 36.0,
-            top + ph / 2.0,
-        );
-    };
     chart(
         &mut page,
-        "bytes scanned per query",
-        "bytes scanned per query",
+        report,
+        &layouts,
+        legend_width,
+        ("bytes scanned per query", "bytes scanned per query"),
         &|c| c.bytes_scanned_avg,
     );
     #[expect(clippy::cast_precision_loss, reason = "chart coordinates")]
     chart(
         &mut page,
-        "bytes rewritten when 1% of rows are updated",
-        "bytes rewritten",
+        report,
+        &layouts,
+        legend_width,
+        (
+            "bytes rewritten when 1% of rows are updated",
+            "bytes rewritten",
+        ),
         &|c| c.rewrite_bytes_1pct as f64,
     );
     page.push_str(
@@ -1139,6 +1094,188 @@ pub fn html(report: &SweepReport) -> String {
     }
     page.push_str("</table></body></html>\n");
     page
+}
+
+/// The colors of the layouts' lines, in order.
+const COLORS: [&str; 6] = [
+    "#4a7fb5", "#d9534f", "#5cb85c", "#f0ad4e", "#8e44ad", "#555",
+];
+
+/// One chart of a sweep page: the combinations' `value` (bytes) against their file counts
+/// (log scale), a line per layout, the legend right of the plot area (`legend_width` pixels).
+#[expect(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "chart coordinates"
+)]
+fn chart(
+    page: &mut String,
+    report: &SweepReport,
+    layouts: &[&str],
+    legend_width: f64,
+    (title, y_label): (&str, &str),
+    value: &dyn Fn(&Combination) -> f64,
+) {
+    use std::fmt::Write as _;
+    // Plot area at (left, top), size (pw, ph); the legend right of it.
+    let (left, top, pw, ph, bottom_margin) = (78.0, 34.0, 420.0, 230.0, 46.0);
+    let (w, h) = (left + pw + 24.0 + legend_width, top + ph + bottom_margin);
+    let files: Vec<f64> = report
+        .combinations
+        .iter()
+        .map(|c| c.files.max(1) as f64)
+        .collect();
+    let xs: Vec<f64> = files.iter().map(|f| f.ln()).collect();
+    let ys: Vec<f64> = report.combinations.iter().map(value).collect();
+    let (x0, x1) = (
+        xs.iter().copied().fold(f64::INFINITY, f64::min),
+        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let y_ticks = crate::report::html::byte_ticks(ys.iter().copied().fold(0.0, f64::max));
+    let y1 = y_ticks.last().map_or(1.0, |t| t.0).max(1.0);
+    let px = |x: f64| {
+        left + if x1 > x0 {
+            (x - x0) / (x1 - x0) * 0.9 + 0.05
+        } else {
+            0.5
+        } * pw
+    };
+    let py = |y: f64| top + ph - y / y1 * ph;
+    let _ = write!(
+        page,
+        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{h}\" role=\"img\" \
+         aria-label=\"{title}\"><rect width=\"{w:.0}\" height=\"{h}\" fill=\"#fafafa\"/>\
+         <text x=\"{left}\" y=\"20\" font-size=\"13\" font-weight=\"bold\">{title}</text>"
+    );
+    for (bytes, label) in &y_ticks {
+        let y = py(*bytes);
+        let _ = write!(
+            page,
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e4e4e4\"/>\
+             <text class=\"tick\" x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{label}</text>",
+            left + pw,
+            left - 4.0,
+            y + 3.5
+        );
+    }
+    // File-count ticks on the log axis: 1, 2 and 5 times powers of ten in range, else
+    // the smallest and largest counts.
+    let (f0, f1) = (x0.exp().round(), x1.exp().round());
+    let mut x_ticks: Vec<f64> = (0..19)
+        .flat_map(|p| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(p)))
+        .filter(|t| *t >= f0 && *t <= f1)
+        .collect();
+    if x_ticks.len() < 2 {
+        x_ticks = vec![f0, f1];
+        x_ticks.dedup();
+    }
+    for t in x_ticks.iter().filter(|t| t.is_finite()) {
+        let x = px(t.ln());
+        let _ = write!(
+            page,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"/>\
+             <text class=\"tick\" x=\"{x:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+            top + ph,
+            top + ph + 4.0,
+            top + ph + 15.0,
+            *t as u64
+        );
+    }
+    let frame = Frame {
+        left,
+        pw,
+        legend_top: top + 8.0,
+    };
+    for (k, layout) in layouts.iter().enumerate() {
+        let points: Vec<(f64, f64, &Combination)> = report
+            .combinations
+            .iter()
+            .zip(xs.iter().zip(&ys))
+            .filter(|(c, _)| c.layout == *layout)
+            .map(|(c, (x, y))| (px(*x), py(*y), c))
+            .collect();
+        series(page, &frame, k, layout, &points, value);
+    }
+    let _ = write!(
+        page,
+        "<line x1=\"{left}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"/>\
+         <line x1=\"{left}\" x2=\"{left}\" y1=\"{top}\" y2=\"{}\" stroke=\"#333\"/>\
+         <text class=\"axis-label\" x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">files (log scale)</text>\
+         <text class=\"axis-label\" transform=\"translate(14 {}) rotate(-90)\" font-size=\"11\" text-anchor=\"middle\">{y_label}</text>\
+         </svg></figure>",
+        left + pw,
+        top + ph,
+        top + ph,
+        top + ph,
+        left + pw / 2.0,
+        top + ph + 36.0,
+        top + ph / 2.0,
+    );
+}
+
+/// Where a chart's plot area lies, in pixels: its left edge and width, and the top of the
+/// legend right of it.
+struct Frame {
+    left: f64,
+    pw: f64,
+    legend_top: f64,
+}
+
+/// One layout's line of a chart: its `points` (pixels, and the combination for the
+/// tooltip), in the `k`th color, and its legend entry.
+#[expect(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "chart coordinates"
+)]
+fn series(
+    page: &mut String,
+    frame: &Frame,
+    k: usize,
+    layout: &str,
+    points: &[(f64, f64, &Combination)],
+    value: &dyn Fn(&Combination) -> f64,
+) {
+    use crate::report::html::escape;
+    use std::fmt::Write as _;
+    let color = COLORS[k % COLORS.len()];
+    let line: Vec<String> = points
+        .iter()
+        .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+        .collect();
+    let _ = write!(
+        page,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+        line.join(" ")
+    );
+    for (x, y, c) in points {
+        let _ = write!(
+            page,
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"><title>{}, target {}: {} files, {}</title></circle>",
+            escape(&c.layout),
+            crate::size::format_size(c.target_file_bytes),
+            c.files,
+            crate::size::format_size(value(c).max(0.0) as u64)
+        );
+    }
+    // Legend entry, right of the plot area.
+    let (lx, ly) = (
+        frame.left + frame.pw + 24.0,
+        frame.legend_top + 18.0 * k as f64,
+    );
+    let _ = write!(
+        page,
+        "<g class=\"legend\"><line x1=\"{lx}\" x2=\"{}\" y1=\"{ly}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"/>\
+         <circle cx=\"{}\" cy=\"{ly}\" r=\"3.5\" fill=\"{color}\"/>\
+         <text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text></g>",
+        lx + 22.0,
+        lx + 11.0,
+        lx + 28.0,
+        ly + 4.0,
+        escape(layout)
+    );
 }
 
 #[cfg(test)]
