@@ -456,32 +456,13 @@ async fn compact_again(
             break;
         }
         // The table as this run would commit it.
-        let consumed: std::collections::HashSet<usize> = outcomes
-            .iter()
-            .flat_map(|o| o.input_files.iter().copied())
-            .collect();
-        let mut view = table.clone();
-        let mut origins = Vec::new();
-        view.files = Vec::new();
-        for (i, file) in table.files.iter().enumerate() {
-            if !consumed.contains(&i) {
-                view.files.push(file.clone());
-                origins.push(Origin::Table(i));
+        let (view, origins) = match committed_view(table, &outcomes) {
+            Ok(view) => view,
+            Err(e) => {
+                delete_outcomes(&reader, &outcomes).await;
+                return Err(e);
             }
-        }
-        for (k, o) in outcomes.iter().enumerate() {
-            let partition_of = &table.files[o.input_files[0]];
-            for written in &o.written {
-                match written.to_data_file(partition_of) {
-                    Ok(file) => view.files.push(file),
-                    Err(e) => {
-                        delete_outcomes(&reader, &outcomes).await;
-                        return Err(e);
-                    }
-                }
-                origins.push(Origin::Written { outcome: k });
-            }
-        }
+        };
         let mut plan = match plan_sized(&view, options).await {
             Ok(plan) => plan,
             Err(e) => {
@@ -489,33 +470,7 @@ async fn compact_again(
                 return Err(e);
             }
         };
-        // Bins known to write as many files as they read: not again.
-        let known: std::collections::HashSet<Vec<usize>> = left_alone
-            .iter()
-            .map(|files| {
-                let mut files = files.clone();
-                files.sort_unstable();
-                files
-            })
-            .collect();
-        let table_inputs = |bin: &plan::Bin| -> Option<Vec<usize>> {
-            let mut files = bin
-                .files
-                .iter()
-                .map(|&j| match origins[j] {
-                    Origin::Table(i) => Some(i),
-                    Origin::Written { .. } => None,
-                })
-                .collect::<Option<Vec<usize>>>()?;
-            files.sort_unstable();
-            Some(files)
-        };
-        for partition in &mut plan.partitions {
-            partition
-                .bins
-                .retain(|bin| table_inputs(bin).is_none_or(|files| !known.contains(&files)));
-        }
-        plan.partitions.retain(|p| !p.bins.is_empty());
+        drop_known_bins(&mut plan, left_alone, &origins);
         if plan.is_empty() {
             break;
         }
@@ -554,14 +509,7 @@ async fn compact_again(
         let (alone, merged): (Vec<BinOutcome>, Vec<BinOutcome>) =
             round.into_iter().partition(|o| o.left_alone);
         for bin in &alone {
-            let files: Vec<usize> = bin
-                .input_files
-                .iter()
-                .filter_map(|&j| match origins[j] {
-                    Origin::Table(i) => Some(i),
-                    Origin::Written { .. } => None,
-                })
-                .collect();
+            let files = table_inputs(&origins, &bin.input_files);
             if !files.is_empty() {
                 left_alone.push(files);
             }
@@ -569,84 +517,8 @@ async fn compact_again(
         if merged.is_empty() {
             break;
         }
-        // Merge: each new bin with the outcomes whose files it read (union-find over
-        // outcome indices), its table inputs added, the files it read dropped.
-        let read_again: std::collections::HashSet<&str> = merged
-            .iter()
-            .flat_map(|o| o.input_files.iter())
-            .filter_map(|&j| match origins[j] {
-                Origin::Written { .. } => Some(view.files[j].path.as_str()),
-                Origin::Table(_) => None,
-            })
-            .collect();
-        let mut holder: Vec<usize> = (0..outcomes.len()).collect();
-        fn find(holder: &mut [usize], mut k: usize) -> usize {
-            while holder[k] != k {
-                holder[k] = holder[holder[k]];
-                k = holder[k];
-            }
-            k
-        }
-        let mut slots: Vec<Option<BinOutcome>> = outcomes.into_iter().map(Some).collect();
-        let mut stale: Vec<WrittenFile> = Vec::new();
-        for new in merged {
-            let mut parts: Vec<usize> = new
-                .input_files
-                .iter()
-                .filter_map(|&j| match origins[j] {
-                    Origin::Written { outcome } => Some(outcome),
-                    Origin::Table(_) => None,
-                })
-                .map(|k| find(&mut holder, k))
-                .collect();
-            parts.sort_unstable();
-            parts.dedup();
-            let mut input_files: Vec<usize> = new
-                .input_files
-                .iter()
-                .filter_map(|&j| match origins[j] {
-                    Origin::Table(i) => Some(i),
-                    Origin::Written { .. } => None,
-                })
-                .collect();
-            let mut written = Vec::new();
-            let mut bin_id = new.bin_id;
-            for &k in &parts {
-                let part = slots[k].take().expect("a live outcome");
-                bin_id = bin_id.min(part.bin_id);
-                input_files.extend(part.input_files);
-                for file in part.written {
-                    if read_again.contains(file.path.as_str()) {
-                        stale.push(file);
-                    } else {
-                        written.push(file);
-                    }
-                }
-            }
-            written.extend(new.written);
-            input_files.sort_unstable();
-            let composed = BinOutcome {
-                bin_id,
-                input_files,
-                rows: written.iter().map(|w| w.num_records).sum(),
-                spilled: false,
-                written,
-                left_alone: false,
-            };
-            // The composed outcome lives in the first part's slot (or a new one).
-            let at = if let Some(&first) = parts.first() {
-                for &k in &parts[1..] {
-                    holder[k] = first;
-                }
-                first
-            } else {
-                slots.push(None);
-                holder.push(holder.len());
-                slots.len() - 1
-            };
-            slots[at] = Some(composed);
-        }
-        outcomes = slots.into_iter().flatten().collect();
+        let stale;
+        (outcomes, stale) = merge_round(outcomes, merged, &view, &origins);
         if let Err(e) = delete_written(reader.clone(), stale).await {
             delete_outcomes(&reader, &outcomes).await;
             return Err(e);
@@ -654,6 +526,164 @@ async fn compact_again(
         outcomes.sort_by_key(|o| o.bin_id);
     }
     Ok((outcomes, reader, progress))
+}
+
+/// The table as a run would commit it after `outcomes` (of `table`): the files of `table`
+/// no outcome read, in order, then the files each outcome wrote. Returns the view and,
+/// parallel to its files, where each comes from.
+///
+/// # Errors
+/// What [`WrittenFile::to_data_file`] returns for a written file.
+fn committed_view(table: &TableView, outcomes: &[BinOutcome]) -> Result<(TableView, Vec<Origin>)> {
+    let consumed: std::collections::HashSet<usize> = outcomes
+        .iter()
+        .flat_map(|o| o.input_files.iter().copied())
+        .collect();
+    let mut view = table.clone();
+    let mut origins = Vec::new();
+    view.files = Vec::new();
+    for (i, file) in table.files.iter().enumerate() {
+        if !consumed.contains(&i) {
+            view.files.push(file.clone());
+            origins.push(Origin::Table(i));
+        }
+    }
+    for (k, o) in outcomes.iter().enumerate() {
+        let partition_of = &table.files[o.input_files[0]];
+        for written in &o.written {
+            view.files.push(written.to_data_file(partition_of)?);
+            origins.push(Origin::Written { outcome: k });
+        }
+    }
+    Ok((view, origins))
+}
+
+/// The files of `table` among `files` (indices into a round's view, whose files come from
+/// `origins`), in the order given: the files no earlier round wrote.
+fn table_inputs(origins: &[Origin], files: &[usize]) -> Vec<usize> {
+    files
+        .iter()
+        .filter_map(|&j| match origins[j] {
+            Origin::Table(i) => Some(i),
+            Origin::Written { .. } => None,
+        })
+        .collect()
+}
+
+/// Drops from a round's `plan` (of a view whose files come from `origins`) every bin that
+/// reads exactly the files of `table` of a bin in `left_alone`, and the partitions left
+/// without bins.
+fn drop_known_bins(plan: &mut Plan, left_alone: &[Vec<usize>], origins: &[Origin]) {
+    // Bins known to write as many files as they read: not again.
+    let known: std::collections::HashSet<Vec<usize>> = left_alone
+        .iter()
+        .map(|files| {
+            let mut files = files.clone();
+            files.sort_unstable();
+            files
+        })
+        .collect();
+    let table_inputs = |bin: &plan::Bin| -> Option<Vec<usize>> {
+        let mut files = bin
+            .files
+            .iter()
+            .map(|&j| match origins[j] {
+                Origin::Table(i) => Some(i),
+                Origin::Written { .. } => None,
+            })
+            .collect::<Option<Vec<usize>>>()?;
+        files.sort_unstable();
+        Some(files)
+    };
+    for partition in &mut plan.partitions {
+        partition
+            .bins
+            .retain(|bin| table_inputs(bin).is_none_or(|files| !known.contains(&files)));
+    }
+    plan.partitions.retain(|p| !p.bins.is_empty());
+}
+
+/// Merges a round's written bins `merged` (of `view`, whose files come from `origins`) into
+/// the earlier `outcomes`: each new bin with the outcomes whose files it read. Returns the
+/// composed outcomes (in slot order, not sorted) and the written files read again, which no
+/// outcome holds any more.
+fn merge_round(
+    outcomes: Vec<BinOutcome>,
+    merged: Vec<BinOutcome>,
+    view: &TableView,
+    origins: &[Origin],
+) -> (Vec<BinOutcome>, Vec<WrittenFile>) {
+    // Merge: each new bin with the outcomes whose files it read (union-find over
+    // outcome indices), its table inputs added, the files it read dropped.
+    let read_again: std::collections::HashSet<&str> = merged
+        .iter()
+        .flat_map(|o| o.input_files.iter())
+        .filter_map(|&j| match origins[j] {
+            Origin::Written { .. } => Some(view.files[j].path.as_str()),
+            Origin::Table(_) => None,
+        })
+        .collect();
+    let mut holder: Vec<usize> = (0..outcomes.len()).collect();
+    fn find(holder: &mut [usize], mut k: usize) -> usize {
+        while holder[k] != k {
+            holder[k] = holder[holder[k]];
+            k = holder[k];
+        }
+        k
+    }
+    let mut slots: Vec<Option<BinOutcome>> = outcomes.into_iter().map(Some).collect();
+    let mut stale: Vec<WrittenFile> = Vec::new();
+    for new in merged {
+        let mut parts: Vec<usize> = new
+            .input_files
+            .iter()
+            .filter_map(|&j| match origins[j] {
+                Origin::Written { outcome } => Some(outcome),
+                Origin::Table(_) => None,
+            })
+            .map(|k| find(&mut holder, k))
+            .collect();
+        parts.sort_unstable();
+        parts.dedup();
+        let mut input_files = table_inputs(origins, &new.input_files);
+        let mut written = Vec::new();
+        let mut bin_id = new.bin_id;
+        for &k in &parts {
+            let part = slots[k].take().expect("a live outcome");
+            bin_id = bin_id.min(part.bin_id);
+            input_files.extend(part.input_files);
+            for file in part.written {
+                if read_again.contains(file.path.as_str()) {
+                    stale.push(file);
+                } else {
+                    written.push(file);
+                }
+            }
+        }
+        written.extend(new.written);
+        input_files.sort_unstable();
+        let composed = BinOutcome {
+            bin_id,
+            input_files,
+            rows: written.iter().map(|w| w.num_records).sum(),
+            spilled: false,
+            written,
+            left_alone: false,
+        };
+        // The composed outcome lives in the first part's slot (or a new one).
+        let at = if let Some(&first) = parts.first() {
+            for &k in &parts[1..] {
+                holder[k] = first;
+            }
+            first
+        } else {
+            slots.push(None);
+            holder.push(holder.len());
+            slots.len() - 1
+        };
+        slots[at] = Some(composed);
+    }
+    (slots.into_iter().flatten().collect(), stale)
 }
 
 /// Deletes the files of `outcomes` (a failed round), best effort: the round's error is the

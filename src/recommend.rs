@@ -295,14 +295,7 @@ pub async fn recommend(
     workload.bind(&table)?;
     let (train, test) = workload.split(options.holdout, options.seed);
     let totals = table.totals();
-    #[expect(clippy::cast_precision_loss, reason = "a fraction")]
-    let fraction = options.sample.unwrap_or_else(|| {
-        if totals.rows > DEFAULT_ESTIMATE_ROWS {
-            DEFAULT_ESTIMATE_ROWS as f64 / totals.rows as f64
-        } else {
-            1.0
-        }
-    });
+    let fraction = sample_fraction(options.sample, totals.rows);
 
     // 2. Candidate columns, on a row sample of the whole table (none for a table without
     // rows: there is nothing to lay out, so nothing is tried and the answer is to keep it).
@@ -320,101 +313,18 @@ pub async fn recommend(
                 source: e,
             })??
     };
-    let mut best: Vec<String> = columns
-        .iter()
-        .filter(|c| c.score > 0.0)
-        .map(|c| c.column.clone())
-        .collect();
-    best.truncate(options.max_columns);
+    let best = best_columns(&columns, options.max_columns);
     if best.is_empty() && !empty {
-        let held_out = if test.queries.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " ({} of its {} queries were held out to test the pick: --holdout 0 chooses on every query)",
-                test.queries.len(),
-                workload.queries.len()
-            )
-        };
-        return Err(Error::InvalidWorkload {
-            file: workload.source.clone(),
-            line: 0,
-            message: format!(
-                "has no training query that filters a data column and rules out rows of the table's sample: no layout can help it{held_out}"
-            ),
-        });
+        return Err(no_helpful_column(workload, &test));
     }
 
     // 3. Candidate layouts: on a table that declares clustering columns, the one layout
     // `optimize` builds there.
-    let layouts = match &table.clustering_columns {
-        _ if empty => Vec::new(),
-        Some(declared) => vec![Layout::Curve {
-            curve: Curve::Hilbert,
-            columns: declared.clone(),
-        }],
-        None => {
-            let mut layouts = vec![
-                Layout::Compact,
-                Layout::Curve {
-                    curve: Curve::Hilbert,
-                    columns: vec![best[0].clone()],
-                },
-            ];
-            for n in 2..=best.len() {
-                for curve in Curve::ALL {
-                    layouts.push(Layout::Curve {
-                        curve,
-                        columns: best[..n].to_vec(),
-                    });
-                }
-            }
-            layouts.push(Layout::Cuts);
-            layouts
-        }
-    };
+    let layouts = candidate_layouts(&table, &best, empty);
 
     // 4. Estimates, scored.
-    let mut needed = Vec::new();
-    for query in &workload.queries {
-        for column in crate::pruning::Pruner::new(&table, &query.predicate)?.columns() {
-            if column.partition_index.is_none()
-                && !needed
-                    .iter()
-                    .any(|l: &crate::table::LeafColumn| l.physical == column.physical)
-            {
-                needed.push(crate::table::LeafColumn {
-                    logical: column.logical.clone(),
-                    physical: column.physical.clone(),
-                    data_type: column.data_type.clone(),
-                });
-            }
-        }
-    }
-    // The cut tree is fitted to the training queries, unless the table is laid out by a
-    // recorded tree of the whole workload (the one the command line names): then its re-run,
-    // which leaves that tree's files alone, is what the command would do.
-    let tree_ids: std::collections::BTreeSet<String> = table
-        .files
-        .iter()
-        .filter_map(|f| {
-            f.tags
-                .get(crate::plan::cuts::TAG_CUT_TREE)
-                .cloned()
-                .flatten()
-        })
-        .collect();
-    let whole = workload.digest();
-    let recorded = crate::prepare::cut_trees(&table, &tree_ids).await?;
-    let cuts_workload = if recorded
-        .found
-        .values()
-        .any(|(_, tree)| tree.workload == whole)
-    {
-        workload.clone()
-    } else {
-        train.clone()
-    };
+    let needed = needed_columns(&table, workload)?;
+    let cuts_workload = cuts_workload(&table, workload, &train).await?;
     let job = crate::simulate::EstimateJob {
         layouts,
         target_sizes: options.target_sizes.clone(),
@@ -426,58 +336,10 @@ pub async fn recommend(
         full: false,
         cancel: options.cancel.clone(),
     };
-    let current = {
-        let figures = |w: &Workload| -> Result<Figures> {
-            Ok(figures(&score(&table, w)?, 1.0, options.file_cost_bytes))
-        };
-        Current {
-            files: totals.files,
-            train: figures(&train)?,
-            test: (!test.queries.is_empty())
-                .then(|| figures(&test))
-                .transpose()?,
-        }
-    };
+    let current = current(&table, totals.files, &train, &test, options.file_cost_bytes)?;
     let estimates = crate::simulate::estimate_layouts(table.clone(), &job, &|| {}).await?;
-    let mut candidates = Vec::with_capacity(estimates.len());
-    for estimated in estimates {
-        let (train, test) = (train.clone(), test.clone());
-        let file_cost = options.file_cost_bytes;
-        let laid_out = estimated.table.clone();
-        let scored = tokio::task::spawn_blocking(move || -> Result<_> {
-            let on_train = score(&laid_out, &train)?;
-            let on_test = if test.queries.is_empty() {
-                None
-            } else {
-                Some(score(&laid_out, &test)?)
-            };
-            Ok((on_train, on_test))
-        })
-        .await
-        .map_err(|e| Error::TaskFailed {
-            task: "scoring",
-            source: e,
-        })??;
-        // Sizes in the estimate are the sample's: scale to the table.
-        let scale = if fraction > 0.0 { 1.0 / fraction } else { 1.0 };
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "a byte count, scaled"
-        )]
-        let bytes = (scored.0.bytes as f64 * scale).round() as u64;
-        candidates.push(Candidate {
-            layout: estimated.layout.name(),
-            target_file_bytes: estimated.target_file_bytes,
-            files: scored.0.files,
-            bytes,
-            rewrite_bytes: estimated.rewrite_bytes,
-            train: figures(&scored.0, scale, file_cost),
-            test: scored.1.as_ref().map(|s| figures(s, scale, file_cost)),
-            estimate_ms: estimated.build_ms,
-        });
-    }
+    let mut candidates =
+        score_estimates(estimates, &train, &test, fraction, options.file_cost_bytes).await?;
 
     // 5. Ranking.
     candidates.sort_by(|a, b| {
@@ -513,6 +375,230 @@ pub async fn recommend(
         command,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     })
+}
+
+/// The share of the rows the estimates read: `sample` when given, else enough for about
+/// [`DEFAULT_ESTIMATE_ROWS`] of the table's `rows` (1 for a table with no more).
+#[expect(clippy::cast_precision_loss, reason = "a fraction")]
+fn sample_fraction(sample: Option<f64>, rows: u64) -> f64 {
+    sample.unwrap_or_else(|| {
+        if rows > DEFAULT_ESTIMATE_ROWS {
+            DEFAULT_ESTIMATE_ROWS as f64 / rows as f64
+        } else {
+            1.0
+        }
+    })
+}
+
+/// The names of the best `max_columns` of `columns` (ranked, best first) that score above
+/// zero, best first.
+fn best_columns(columns: &[ColumnCandidate], max_columns: usize) -> Vec<String> {
+    let mut best: Vec<String> = columns
+        .iter()
+        .filter(|c| c.score > 0.0)
+        .map(|c| c.column.clone())
+        .collect();
+    best.truncate(max_columns);
+    best
+}
+
+/// The error for a `workload` whose training queries rule out no rows by a data column
+/// (naming the `test` queries held out, if any).
+fn no_helpful_column(workload: &Workload, test: &Workload) -> Error {
+    let held_out = if test.queries.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({} of its {} queries were held out to test the pick: --holdout 0 chooses on every query)",
+            test.queries.len(),
+            workload.queries.len()
+        )
+    };
+    Error::InvalidWorkload {
+        file: workload.source.clone(),
+        line: 0,
+        message: format!(
+            "has no training query that filters a data column and rules out rows of the table's sample: no layout can help it{held_out}"
+        ),
+    }
+}
+
+/// Step 3: the layouts to try on `table`, `best` being its candidate columns (best first,
+/// at least one unless the table is `empty`): none for an empty table; the declared
+/// clustering columns' Hilbert curve on a table that declares some; else compaction, a
+/// sort on the best column, Z-order and Hilbert curves over the best 2 and more columns,
+/// and a cut tree.
+fn candidate_layouts(table: &TableView, best: &[String], empty: bool) -> Vec<Layout> {
+    match &table.clustering_columns {
+        _ if empty => Vec::new(),
+        Some(declared) => vec![Layout::Curve {
+            curve: Curve::Hilbert,
+            columns: declared.clone(),
+        }],
+        None => {
+            let mut layouts = vec![
+                Layout::Compact,
+                Layout::Curve {
+                    curve: Curve::Hilbert,
+                    columns: vec![best[0].clone()],
+                },
+            ];
+            for n in 2..=best.len() {
+                for curve in Curve::ALL {
+                    layouts.push(Layout::Curve {
+                        curve,
+                        columns: best[..n].to_vec(),
+                    });
+                }
+            }
+            layouts.push(Layout::Cuts);
+            layouts
+        }
+    }
+}
+
+/// The data columns (not partition columns) the queries of `workload` filter on `table`,
+/// each once, in the order the queries name them first: the columns the estimates keep
+/// stats of.
+///
+/// # Errors
+/// What [`crate::pruning::Pruner::new`] returns for a predicate that does not fit the table.
+fn needed_columns(table: &TableView, workload: &Workload) -> Result<Vec<crate::table::LeafColumn>> {
+    let mut needed = Vec::new();
+    for query in &workload.queries {
+        for column in crate::pruning::Pruner::new(table, &query.predicate)?.columns() {
+            if column.partition_index.is_none()
+                && !needed
+                    .iter()
+                    .any(|l: &crate::table::LeafColumn| l.physical == column.physical)
+            {
+                needed.push(crate::table::LeafColumn {
+                    logical: column.logical.clone(),
+                    physical: column.physical.clone(),
+                    data_type: column.data_type.clone(),
+                });
+            }
+        }
+    }
+    Ok(needed)
+}
+
+/// The workload the cut tree candidate is fitted to: the training queries `train`, or the
+/// whole `workload` when `table` is laid out by a recorded tree of it.
+///
+/// # Errors
+/// What [`crate::prepare::cut_trees`] returns for the recorded trees.
+async fn cuts_workload(
+    table: &TableView,
+    workload: &Workload,
+    train: &Workload,
+) -> Result<Workload> {
+    // The cut tree is fitted to the training queries, unless the table is laid out by a
+    // recorded tree of the whole workload (the one the command line names): then its re-run,
+    // which leaves that tree's files alone, is what the command would do.
+    let tree_ids: std::collections::BTreeSet<String> = table
+        .files
+        .iter()
+        .filter_map(|f| {
+            f.tags
+                .get(crate::plan::cuts::TAG_CUT_TREE)
+                .cloned()
+                .flatten()
+        })
+        .collect();
+    let whole = workload.digest();
+    let recorded = crate::prepare::cut_trees(table, &tree_ids).await?;
+    Ok(
+        if recorded
+            .found
+            .values()
+            .any(|(_, tree)| tree.workload == whole)
+        {
+            workload.clone()
+        } else {
+            train.clone()
+        },
+    )
+}
+
+/// The table as it is (`files` files), scored on `train` and, when it has queries, `test`, a
+/// file open costing `file_cost_bytes`.
+///
+/// # Errors
+/// What [`score`] returns.
+fn current(
+    table: &TableView,
+    files: u64,
+    train: &Workload,
+    test: &Workload,
+    file_cost_bytes: u64,
+) -> Result<Current> {
+    let figures =
+        |w: &Workload| -> Result<Figures> { Ok(figures(&score(table, w)?, 1.0, file_cost_bytes)) };
+    Ok(Current {
+        files,
+        train: figures(train)?,
+        test: (!test.queries.is_empty())
+            .then(|| figures(test))
+            .transpose()?,
+    })
+}
+
+/// Each of `estimates` (made from `fraction` of the rows) scored on `train` and, when it has
+/// queries, `test`, its sizes scaled to the whole table and a file open costing
+/// `file_cost_bytes`: the candidates, in the order of `estimates`.
+///
+/// # Errors
+/// What [`score`] returns; [`Error::Internal`] when a scoring task fails.
+async fn score_estimates(
+    estimates: Vec<crate::simulate::EstimatedLayout>,
+    train: &Workload,
+    test: &Workload,
+    fraction: f64,
+    file_cost_bytes: u64,
+) -> Result<Vec<Candidate>> {
+    let mut candidates = Vec::with_capacity(estimates.len());
+    for estimated in estimates {
+        let (train, test) = (train.clone(), test.clone());
+        let laid_out = estimated.table.clone();
+        let scored = tokio::task::spawn_blocking(move || -> Result<_> {
+            let on_train = score(&laid_out, &train)?;
+            let on_test = if test.queries.is_empty() {
+                None
+            } else {
+                Some(score(&laid_out, &test)?)
+            };
+            Ok((on_train, on_test))
+        })
+        .await
+        .map_err(|e| Error::TaskFailed {
+            task: "scoring",
+            source: e,
+        })??;
+        // Sizes in the estimate are the sample's: scale to the table.
+        let scale = if fraction > 0.0 { 1.0 / fraction } else { 1.0 };
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "a byte count, scaled"
+        )]
+        let bytes = (scored.0.bytes as f64 * scale).round() as u64;
+        candidates.push(Candidate {
+            layout: estimated.layout.name(),
+            target_file_bytes: estimated.target_file_bytes,
+            files: scored.0.files,
+            bytes,
+            rewrite_bytes: estimated.rewrite_bytes,
+            train: figures(&scored.0, scale, file_cost_bytes),
+            test: scored
+                .1
+                .as_ref()
+                .map(|s| figures(s, scale, file_cost_bytes)),
+            estimate_ms: estimated.build_ms,
+        });
+    }
+    Ok(candidates)
 }
 
 /// Step 5's pick among `candidates` (ranked, best first): the first, unless it rewrites

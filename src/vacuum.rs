@@ -26,6 +26,8 @@
 //! Source: PROTOCOL.md "VACUUM Protocol Check", "Deletion Vectors"; Delta Spark
 //! `VacuumCommand`; delta-rs `operations/vacuum.rs`.
 
+use std::sync::Arc;
+
 use deltalake::operations::vacuum::VacuumMode;
 use deltalake::{DeltaTableBuilder, Path};
 use futures::{StreamExt as _, TryStreamExt as _};
@@ -227,23 +229,7 @@ fn parse_interval_hours(text: &str) -> Option<f64> {
 ///   before the failure stay deleted (each was unreferenced).
 pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<VacuumReport> {
     table.protocol.check_writable(&table.display_location())?;
-    let table_hours = table_retention_hours(table)?;
-    // (`-0` is 0.)
-    let hours = options.retain_hours.unwrap_or(table_hours) + 0.0;
-    if !hours.is_finite() || hours < 0.0 {
-        return Err(Error::invalid_option(
-            crate::Setting::Retain,
-            format!("{hours} is not a number of hours of 0 or more"),
-        ));
-    }
-    if hours < table_hours && !options.short_retention {
-        return Err(Error::ShortRetention {
-            hours,
-            table_hours,
-            property: PROP_DELETED_FILE_RETENTION.to_string(),
-            override_with: crate::Setting::RiskBreakingReaders,
-        });
-    }
+    let (hours, table_hours) = retention_hours(table, options)?;
     let delta_error = |context: &str, e| Error::delta(context.to_string(), e);
     let loaded = DeltaTableBuilder::from_url(table.location.clone())
         .map_err(|e| delta_error("opening the table for vacuum", e))?
@@ -262,21 +248,7 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
     // retention, which the planner does not check (it deletes on the oldest), so such paths
     // are taken out of its plan here.
     let cutoff = chrono::Utc::now().timestamp_millis() - millis;
-    let recent: std::collections::HashSet<String> = {
-        let state = loaded
-            .snapshot()
-            .map_err(|e| delta_error("reading the removed files", e))?;
-        state
-            .all_tombstones(table.log_store.as_ref())
-            .try_filter_map(|t| {
-                let keep = t.deletion_timestamp().unwrap_or(0) >= cutoff;
-                let path = t.path();
-                futures::future::ready(Ok(keep.then(|| loose(path.as_ref()))))
-            })
-            .try_collect()
-            .await
-            .map_err(|e| delta_error("reading the removed files", e))?
-    };
+    let recent = recent_tombstones(&loaded, table, cutoff).await?;
     let (_, metrics) = loaded
         .clone()
         .vacuum()
@@ -287,10 +259,100 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .await
         .map_err(|e| delta_error("planning the vacuum", e))?;
     let store = table.log_store.object_store(None);
-    let partition_columns = &table.partition_physical_names;
     let live = live_paths(table)?;
-    let mut paths: Vec<String> = metrics
-        .files_deleted
+    let paths = unneeded_paths(
+        metrics.files_deleted,
+        &recent,
+        &live,
+        &table.partition_physical_names,
+    );
+    // Tombstones outlive their files (an earlier vacuum deleted them): only files that
+    // exist are listed.
+    let mut files = existing_files(&store, paths).await?;
+    let staging = stale_staging(table);
+    if !options.dry_run {
+        remove_staging(&staging)?;
+    }
+    if !options.dry_run {
+        delete_files(&store, &files).await?;
+    }
+    files.extend(staging.into_iter().map(|(_, file)| file));
+    Ok(VacuumReport {
+        table: table.display_location(),
+        version: table.version,
+        retention_hours: hours,
+        table_retention_hours: table_hours,
+        dry_run: options.dry_run,
+        bytes: files.iter().map(|f| f.size_bytes).sum(),
+        files,
+    })
+}
+
+/// The retention a vacuum of `table` keeps, in hours: `options`' (`--retain`), else the
+/// table's ([`table_retention_hours`]). Returns it and the table's.
+///
+/// # Errors
+/// [`Error::InvalidOption`] for a table retention that does not parse, or (`--retain`) a
+/// retention that is not a number of hours of 0 or more; [`Error::ShortRetention`] for one
+/// below the table's without [`VacuumOptions::with_short_retention`].
+fn retention_hours(table: &TableView, options: &VacuumOptions) -> Result<(f64, f64)> {
+    let table_hours = table_retention_hours(table)?;
+    // (`-0` is 0.)
+    let hours = options.retain_hours.unwrap_or(table_hours) + 0.0;
+    if !hours.is_finite() || hours < 0.0 {
+        return Err(Error::invalid_option(
+            crate::Setting::Retain,
+            format!("{hours} is not a number of hours of 0 or more"),
+        ));
+    }
+    if hours < table_hours && !options.short_retention {
+        return Err(Error::ShortRetention {
+            hours,
+            table_hours,
+            property: PROP_DELETED_FILE_RETENTION.to_string(),
+            override_with: crate::Setting::RiskBreakingReaders,
+        });
+    }
+    Ok((hours, table_hours))
+}
+
+/// The paths (as [`loose`] spells them) of the tombstones of `loaded` (the table `table` at
+/// its version) removed at or after `cutoff` (milliseconds since the epoch): inside the
+/// retention.
+///
+/// # Errors
+/// [`Error::Delta`] when the removed files cannot be read.
+async fn recent_tombstones(
+    loaded: &deltalake::DeltaTable,
+    table: &TableView,
+    cutoff: i64,
+) -> Result<std::collections::HashSet<String>> {
+    let delta_error = |context: &str, e| Error::delta(context.to_string(), e);
+    let state = loaded
+        .snapshot()
+        .map_err(|e| delta_error("reading the removed files", e))?;
+    state
+        .all_tombstones(table.log_store.as_ref())
+        .try_filter_map(|t| {
+            let keep = t.deletion_timestamp().unwrap_or(0) >= cutoff;
+            let path = t.path();
+            futures::future::ready(Ok(keep.then(|| loose(path.as_ref()))))
+        })
+        .try_collect()
+        .await
+        .map_err(|e| delta_error("reading the removed files", e))
+}
+
+/// The paths of the planner's `planned` that vacuum may delete, sorted and distinct: not
+/// removed inside the retention (`recent`), not `live`, not hidden (by the table's
+/// `partition_columns`), and not the local store's staging names.
+fn unneeded_paths(
+    planned: Vec<String>,
+    recent: &std::collections::HashSet<String>,
+    live: &std::collections::HashSet<String>,
+    partition_columns: &[String],
+) -> Vec<String> {
+    let mut paths: Vec<String> = planned
         .into_iter()
         .filter(|p| !recent.contains(&loose(p)))
         .filter(|p| !live.contains(&loose(p)))
@@ -301,8 +363,18 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .collect();
     paths.sort();
     paths.dedup();
-    // Tombstones outlive their files (an earlier vacuum deleted them): only files that
-    // exist are listed.
+    paths
+}
+
+/// The files of `paths` that exist in `store`, with their sizes, in the order of `paths`
+/// (at most [`DELETE_CONCURRENCY`] asked at a time).
+///
+/// # Errors
+/// [`Error::ObjectStore`] when a file cannot be asked for, but for one not found.
+async fn existing_files(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    paths: Vec<String>,
+) -> Result<Vec<VacuumedFile>> {
     let files: Vec<Option<VacuumedFile>> = futures::stream::iter(paths)
         .map(|path| {
             let store = store.clone();
@@ -327,11 +399,17 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .buffered(DELETE_CONCURRENCY)
         .try_collect()
         .await?;
-    let mut files: Vec<VacuumedFile> = files.into_iter().flatten().collect();
+    Ok(files.into_iter().flatten().collect())
+}
+
+/// The stale staging files of a local `table` (none for a table in an object store): each
+/// as its local path and as the vacuumed file it is reported as (its path relative to the
+/// table root, with `/`).
+fn stale_staging(table: &TableView) -> Vec<(std::path::PathBuf, VacuumedFile)> {
     // Staging files of killed runs on a local table (commit `_delta_log/<v>.json#<n>`, upload
     // `...parquet#<n>`): not the table's files, so not under its retention; stale after
     // STAGING_MAX_AGE, as `optimize` takes them.
-    let staging = match table.location.to_file_path() {
+    match table.location.to_file_path() {
         Ok(root) => crate::rewrite::leftovers::stale_staging_files(
             &root,
             crate::rewrite::leftovers::STAGING_MAX_AGE,
@@ -354,54 +432,61 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         })
         .collect(),
         Err(()) => Vec::new(),
-    };
-    if !options.dry_run {
-        for (path, file) in &staging {
-            match std::fs::remove_file(path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(Error::ObjectStore {
-                        path: file.path.clone(),
-                        source: Box::new(deltalake::ObjectStoreError::Generic {
-                            store: "local",
-                            source: Box::new(source),
-                        }),
-                    });
-                }
+    }
+}
+
+/// Removes the local `staging` files ([`stale_staging`]), in order; one already gone is
+/// fine.
+///
+/// # Errors
+/// [`Error::ObjectStore`] naming the first file that cannot be removed.
+fn remove_staging(staging: &[(std::path::PathBuf, VacuumedFile)]) -> Result<()> {
+    for (path, file) in staging {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(Error::ObjectStore {
+                    path: file.path.clone(),
+                    source: Box::new(deltalake::ObjectStoreError::Generic {
+                        store: "local",
+                        source: Box::new(source),
+                    }),
+                });
             }
         }
     }
-    if !options.dry_run {
-        futures::stream::iter(files.iter())
-            .map(|file| {
-                let store = store.clone();
-                async move {
-                    let location =
-                        Path::parse(&file.path).unwrap_or_else(|_| Path::from(file.path.as_str()));
-                    match store.delete(&location).await {
-                        Ok(()) | Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(()),
-                        Err(source) => Err(Error::ObjectStore {
-                            path: file.path.clone(),
-                            source: Box::new(source),
-                        }),
-                    }
+    Ok(())
+}
+
+/// Deletes `files` from `store`, [`DELETE_CONCURRENCY`] at a time; one already gone is fine.
+///
+/// # Errors
+/// [`Error::ObjectStore`] for a file that cannot be deleted; files deleted before stay
+/// deleted.
+async fn delete_files(
+    store: &Arc<dyn deltalake::ObjectStore>,
+    files: &[VacuumedFile],
+) -> Result<()> {
+    futures::stream::iter(files.iter())
+        .map(|file| {
+            let store = store.clone();
+            async move {
+                let location =
+                    Path::parse(&file.path).unwrap_or_else(|_| Path::from(file.path.as_str()));
+                match store.delete(&location).await {
+                    Ok(()) | Err(deltalake::ObjectStoreError::NotFound { .. }) => Ok(()),
+                    Err(source) => Err(Error::ObjectStore {
+                        path: file.path.clone(),
+                        source: Box::new(source),
+                    }),
                 }
-            })
-            .buffer_unordered(DELETE_CONCURRENCY)
-            .try_collect::<Vec<()>>()
-            .await?;
-    }
-    files.extend(staging.into_iter().map(|(_, file)| file));
-    Ok(VacuumReport {
-        table: table.display_location(),
-        version: table.version,
-        retention_hours: hours,
-        table_retention_hours: table_hours,
-        dry_run: options.dry_run,
-        bytes: files.iter().map(|f| f.size_bytes).sum(),
-        files,
-    })
+            }
+        })
+        .buffer_unordered(DELETE_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
 }
 
 /// Whether `path` ends as the local object store names the files it stages (`#<digits>`).

@@ -338,136 +338,19 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
     } else {
         crate::Setting::CurveColumns(request.curve.name())
     };
-    if request.workload.is_some()
-        && let Some(declared) = &table.clustering_columns
-    {
-        return Err(Error::invalid_option(
-            setting,
-            format!(
-                "the table declares clustering columns {} (liquid clustering), so its layout is that clustering; a cut tree would replace it",
-                declared.join(", ")
-            ),
-        ));
-    }
-    // A cut tree orders rows inside its leaves by the workload's most used columns.
-    let names: Vec<String> = match &request.workload {
-        Some(workload) if request.columns.is_empty() => {
-            let names = super::cuts::curve_columns(table, workload)?;
-            if names.is_empty() {
-                return Err(Error::invalid_option(
-                    setting,
-                    "filters partition columns only: files never straddle partitions, so there is nothing to cut; name data columns in its predicates",
-                ));
-            }
-            names
-        }
-        _ => request.columns.clone(),
-    };
-    let requested = names
-        .iter()
-        .map(|name| {
-            crate::column::parse_path(name)
-                .map_err(|message| Error::invalid_option(setting.clone(), message))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if let Some(declared) = &table.clustering_columns {
-        let same = declared.len() == requested.len()
-            && declared.iter().zip(&requested).all(|(a, b)| {
-                crate::column::parse_path(a).is_ok_and(|a| crate::column::eq_ignore_case(&a, b))
-            });
-        if !same {
-            return Err(Error::invalid_option(
-                setting,
-                format!(
-                    "the table declares clustering columns {}; cluster by those (or without a curve, which clusters by them)",
-                    declared.join(", ")
-                ),
-            ));
-        }
-    }
-    if names.is_empty() {
-        return Err(Error::invalid_option(setting, "needs at least one column"));
-    }
-    if names.len() > MAX_DIMENSIONS {
-        return Err(Error::invalid_option(
-            setting,
-            format!(
-                "takes at most {MAX_DIMENSIONS} columns, {} were given",
-                names.len()
-            ),
-        ));
-    }
+    let names = column_names(table, request, &setting)?;
+    let requested = parse_columns(table, &names, &setting)?;
     let leaves = table.data_leaf_columns();
     let mut resolved: Vec<LeafColumn> = Vec::new();
     for (name, path) in names.iter().zip(&requested) {
         let name = name.trim();
-        let unknown = |message: String| Error::UnknownColumn {
-            column: name.to_string(),
-            setting: Some(setting.clone()),
-            message,
-        };
-        if path.len() == 1
-            && table
-                .partition_columns
-                .iter()
-                .any(|p| p.eq_ignore_ascii_case(&path[0]))
-        {
-            return Err(unknown(
-                "is a partition column: files never straddle partitions, so clustering on it does nothing"
-                    .to_string(),
-            ));
-        }
-        let exact: Vec<&LeafColumn> = leaves.iter().filter(|l| &l.logical == path).collect();
-        let matches = if exact.is_empty() {
-            leaves
-                .iter()
-                .filter(|l| crate::column::eq_ignore_case(&l.logical, path))
-                .collect()
-        } else {
-            exact
-        };
-        let leaf = match matches.as_slice() {
-            [one] => (*one).clone(),
-            [] => {
-                if leaves.iter().any(|l| {
-                    l.logical.len() > path.len()
-                        && crate::column::eq_ignore_case(&l.logical[..path.len()], path)
-                }) {
-                    return Err(unknown(format!(
-                        "is a struct, which has no order (name one of its fields as {name}.field)"
-                    )));
-                }
-                if let Some(message) =
-                    crate::table::schema::void_column_message(&table.schema, path)
-                {
-                    return Err(unknown(message));
-                }
-                let known: Vec<String> = leaves.iter().map(LeafColumn::display_name).collect();
-                return Err(unknown(format!(
-                    "does not exist in the table (columns: {})",
-                    known.join(", ")
-                )));
-            }
-            _ => {
-                return Err(unknown(
-                    "matches several columns that differ only in case".to_string(),
-                ));
-            }
-        };
-        if matches!(leaf.data_type, deltalake::kernel::DataType::Variant(_)) {
-            return Err(unknown(
-                "is a variant, which has no order (PROTOCOL.md \"Variant Data Type\": not a comparable type), so it cannot be a clustering column; cluster on a column the queries filter on beside it"
-                    .to_string(),
-            ));
-        }
-        if !is_orderable(&leaf.data_type) {
-            return Err(unknown(format!(
-                "has type {}, which has no order",
-                leaf.data_type
-            )));
-        }
+        let leaf = resolve_column(table, &leaves, name, path, &setting)?;
         if resolved.iter().any(|r| r.logical == leaf.logical) {
-            return Err(unknown("is listed twice".to_string()));
+            return Err(unknown_column(
+                name,
+                &setting,
+                "is listed twice".to_string(),
+            ));
         }
         resolved.push(leaf);
     }
@@ -496,7 +379,185 @@ pub fn resolve(table: &TableView, request: &ClusterRequest) -> Result<Clustering
     })
 }
 
-fn is_orderable(data_type: &deltalake::kernel::DataType) -> bool {
+/// The clustering columns `request` names, as given: its columns, or for a cut tree named
+/// without columns the workload's most used data columns.
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `setting` for a cut tree on a table that declares
+/// clustering columns, or a workload that filters partition columns only; what
+/// [`super::cuts::curve_columns`] returns.
+fn column_names(
+    table: &TableView,
+    request: &ClusterRequest,
+    setting: &crate::Setting,
+) -> Result<Vec<String>> {
+    if request.workload.is_some()
+        && let Some(declared) = &table.clustering_columns
+    {
+        return Err(Error::invalid_option(
+            setting.clone(),
+            format!(
+                "the table declares clustering columns {} (liquid clustering), so its layout is that clustering; a cut tree would replace it",
+                declared.join(", ")
+            ),
+        ));
+    }
+    // A cut tree orders rows inside its leaves by the workload's most used columns.
+    Ok(match &request.workload {
+        Some(workload) if request.columns.is_empty() => {
+            let names = super::cuts::curve_columns(table, workload)?;
+            if names.is_empty() {
+                return Err(Error::invalid_option(
+                    setting.clone(),
+                    "filters partition columns only: files never straddle partitions, so there is nothing to cut; name data columns in its predicates",
+                ));
+            }
+            names
+        }
+        _ => request.columns.clone(),
+    })
+}
+
+/// The column paths of `names`, parsed, checked against the clustering columns `table`
+/// declares (the same, in order, if any) and in number (1 to [`MAX_DIMENSIONS`]).
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `setting` for a name that does not parse, columns other
+/// than the declared ones, no column, or too many.
+fn parse_columns(
+    table: &TableView,
+    names: &[String],
+    setting: &crate::Setting,
+) -> Result<Vec<Vec<String>>> {
+    let requested = names
+        .iter()
+        .map(|name| {
+            crate::column::parse_path(name)
+                .map_err(|message| Error::invalid_option(setting.clone(), message))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(declared) = &table.clustering_columns {
+        let same = declared.len() == requested.len()
+            && declared.iter().zip(&requested).all(|(a, b)| {
+                crate::column::parse_path(a).is_ok_and(|a| crate::column::eq_ignore_case(&a, b))
+            });
+        if !same {
+            return Err(Error::invalid_option(
+                setting.clone(),
+                format!(
+                    "the table declares clustering columns {}; cluster by those (or without a curve, which clusters by them)",
+                    declared.join(", ")
+                ),
+            ));
+        }
+    }
+    if names.is_empty() {
+        return Err(Error::invalid_option(
+            setting.clone(),
+            "needs at least one column",
+        ));
+    }
+    if names.len() > MAX_DIMENSIONS {
+        return Err(Error::invalid_option(
+            setting.clone(),
+            format!(
+                "takes at most {MAX_DIMENSIONS} columns, {} were given",
+                names.len()
+            ),
+        ));
+    }
+    Ok(requested)
+}
+
+/// [`Error::UnknownColumn`] for the clustering column `name` of `setting`, saying `message`.
+fn unknown_column(name: &str, setting: &crate::Setting, message: String) -> Error {
+    Error::UnknownColumn {
+        column: name.to_string(),
+        setting: Some(setting.clone()),
+        message,
+    }
+}
+
+/// The data column (one of `leaves`, the table's) that the clustering column `name`, parsed
+/// as `path`, names: matched exactly, else ignoring case.
+///
+/// # Errors
+/// [`Error::UnknownColumn`] naming `name` and `setting` for a partition column, a struct, a
+/// column the table lacks, several columns that differ only in case, or a column of a type
+/// without order (variant included).
+fn resolve_column(
+    table: &TableView,
+    leaves: &[LeafColumn],
+    name: &str,
+    path: &[String],
+    setting: &crate::Setting,
+) -> Result<LeafColumn> {
+    let unknown = |message: String| unknown_column(name, setting, message);
+    if path.len() == 1
+        && table
+            .partition_columns
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(&path[0]))
+    {
+        return Err(unknown(
+            "is a partition column: files never straddle partitions, so clustering on it does nothing"
+                .to_string(),
+        ));
+    }
+    let exact: Vec<&LeafColumn> = leaves.iter().filter(|l| l.logical == path).collect();
+    let matches = if exact.is_empty() {
+        leaves
+            .iter()
+            .filter(|l| crate::column::eq_ignore_case(&l.logical, path))
+            .collect()
+    } else {
+        exact
+    };
+    let leaf = match matches.as_slice() {
+        [one] => (*one).clone(),
+        [] => {
+            if leaves.iter().any(|l| {
+                l.logical.len() > path.len()
+                    && crate::column::eq_ignore_case(&l.logical[..path.len()], path)
+            }) {
+                return Err(unknown(format!(
+                    "is a struct, which has no order (name one of its fields as {name}.field)"
+                )));
+            }
+            if let Some(message) = crate::table::schema::void_column_message(&table.schema, path) {
+                return Err(unknown(message));
+            }
+            let known: Vec<String> = leaves.iter().map(LeafColumn::display_name).collect();
+            return Err(unknown(format!(
+                "does not exist in the table (columns: {})",
+                known.join(", ")
+            )));
+        }
+        _ => {
+            return Err(unknown(
+                "matches several columns that differ only in case".to_string(),
+            ));
+        }
+    };
+    if matches!(leaf.data_type, deltalake::kernel::DataType::Variant(_)) {
+        return Err(unknown(
+            "is a variant, which has no order (PROTOCOL.md \"Variant Data Type\": not a comparable type), so it cannot be a clustering column; cluster on a column the queries filter on beside it"
+                .to_string(),
+        ));
+    }
+    if !is_clusterable(&leaf.data_type) {
+        return Err(unknown(format!(
+            "has type {}, which has no order",
+            leaf.data_type
+        )));
+    }
+    Ok(leaf)
+}
+
+/// Whether a curve can order a column of this type: every primitive type, binary included
+/// (ordered by its bytes), unlike [`crate::bound::has_min_max`], which leaves binary out because
+/// its files keep no min/max stats.
+fn is_clusterable(data_type: &deltalake::kernel::DataType) -> bool {
     use deltalake::kernel::{DataType, PrimitiveType as P};
     matches!(
         data_type,

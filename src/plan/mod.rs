@@ -706,16 +706,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
             target_floor_bytes()?,
         )?;
     }
-    let min_file_bytes = options.min_file_bytes.unwrap_or_else(|| {
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "3/4 of a u64 size, rounded down"
-        )]
-        let min = (target_file_bytes as f64 * DEFAULT_MIN_FILE_SIZE_RATIO) as u64;
-        min
-    });
+    let min_file_bytes = min_file_bytes(options, target_file_bytes);
 
     let output_ratio = options.output_ratio.unwrap_or(1.0);
     #[expect(
@@ -725,39 +716,23 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         reason = "a byte count, rounded down; the ratio is positive (validated)"
     )]
     let input_capacity = ((target_file_bytes as f64 / output_ratio) as u64).max(1);
-    let (predicate, file_selection) = match options.predicate.as_deref() {
-        None => (None, None),
-        Some(text) => match Selection::new(table, text, options.include_unknown)? {
-            Selection::Partitions(predicate) => (Some(predicate), None),
-            Selection::Files(selection) => (None, Some(selection)),
-        },
+    let (predicate, file_selection) = selection_of(table, options)?;
+    let clustering = clustering_of(table, options)?;
+
+    let packer = Packer {
+        table,
+        options,
+        clustering: clustering.as_ref(),
+        target_file_bytes,
+        min_file_bytes,
+        output_ratio,
+        input_capacity,
     };
-    let declared = table
-        .clustering_columns
-        .as_ref()
-        .map(|columns| cluster::ClusterRequest::new(crate::curve::Curve::Hilbert, columns.clone()));
-    let clustering = options
-        .clustering
-        .as_ref()
-        .or(declared.as_ref())
-        .map(|request| cluster::resolve(table, request))
-        .transpose()?;
-
-    // Grouped by the values as the log spells them: an empty string and a null are both
-    // null to the protocol, but not to every reader, so they are never mixed in one file.
-    let mut groups: BTreeMap<&[Option<String>], Vec<usize>> = BTreeMap::new();
-    for (index, file) in table.files.iter().enumerate() {
-        groups
-            .entry(file.raw_partition_values.as_slice())
-            .or_default()
-            .push(index);
-    }
-
     let mut num_partitions_selected = 0;
     let mut clustered_files_left = 0;
     let mut partitions = Vec::new();
     let mut next_bin_id = 0;
-    for (raw_values, indices) in groups {
+    for (raw_values, indices) in partition_groups(table) {
         let values = table.files[indices[0]].partition_values.as_slice();
         if let Some(predicate) = &predicate
             && !partition_matches(
@@ -771,117 +746,18 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         }
         // A predicate over data columns: the partition's selected files only.
         let all_indices = indices;
-        let indices: Vec<usize> = match &file_selection {
-            Some(selection) => all_indices
-                .iter()
-                .copied()
-                .filter(|&i| selection.selected[i])
-                .collect(),
-            None => all_indices.clone(),
-        };
+        let indices = selected_files(&all_indices, file_selection.as_ref());
         if indices.is_empty() {
             continue;
         }
         num_partitions_selected += 1;
-        let mut cut_tree = None;
-        let packed = if let Some(clustering) = &clustering {
-            let files: Vec<(usize, &crate::table::DataFile)> =
-                indices.iter().map(|&i| (i, &table.files[i])).collect();
-            let selected = if clustering.is_cuts() {
-                let selected = clustering.select_cuts(&files, min_file_bytes);
-                cut_tree = selected.tree;
-                selected.files
-            } else {
-                clustering.select(&files)
-            };
-            if selected.is_empty() {
-                Vec::new()
-            } else {
-                vec![selected]
-            }
-        } else {
-            let is_candidate = |f: &crate::table::DataFile| {
-                options.rewrite_all
-                    || f.size_bytes < min_file_bytes
-                    || f.deleted_ratio() > options.max_deleted_ratio
-            };
-            let clustered = |f: &crate::table::DataFile| {
-                !options.include_clustered && f.tags.contains_key(cluster::TAG_CUBE_ID)
-            };
-            let candidates: Vec<(usize, u64)> = indices
-                .iter()
-                .map(|&i| (i, &table.files[i]))
-                .filter(|(_, f)| is_candidate(f) && !clustered(f))
-                .map(|(i, f)| (i, f.size_bytes))
-                .collect();
-            // Bins hold the input that writes about one target's worth of output.
-            let mut packed = binpack::pack(&candidates, input_capacity);
-            // A clustered file is rewritten only alone (its deletion vector purged), which
-            // keeps its rows together; small ones are left as they are.
-            for &i in &indices {
-                let f = &table.files[i];
-                if is_candidate(f) && clustered(f) {
-                    if f.deleted_ratio() > options.max_deleted_ratio {
-                        packed.push(vec![i]);
-                    } else {
-                        clustered_files_left += 1;
-                    }
-                }
-            }
-            packed
-        };
+        let (packed, cut_tree) = packer.pack(&indices, &mut clustered_files_left);
         let mut bins = Vec::new();
         for files in packed {
-            let num_deletion_vectors = files
-                .iter()
-                .filter(|&&i| table.files[i].deletion_vector.is_some())
-                .count();
-            let input_bytes: u64 = files.iter().map(|&i| table.files[i].size_bytes).sum();
-            let input_rows = files
-                .iter()
-                .map(|&i| table.files[i].num_live_rows())
-                .sum::<Option<u64>>();
-            #[expect(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                clippy::cast_precision_loss,
-                reason = "an estimate"
-            )]
-            let live_bytes = files
-                .iter()
-                .map(|&i| {
-                    let f = &table.files[i];
-                    (f.size_bytes as f64 * (1.0 - f.deleted_ratio())) as u64
-                })
-                .sum::<u64>();
-            #[expect(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                clippy::cast_precision_loss,
-                reason = "an estimate"
-            )]
-            let expected_output_bytes = ((live_bytes as f64 * output_ratio) as u64).max(1);
-            let expected_output_files =
-                output_files(expected_output_bytes, target_file_bytes).files;
-            // A compaction bin that would not write fewer files than it reads is left out: a
-            // single file without a deletion vector, or a bin whose expected output is cut
-            // into as many files as it reads (see `Plan::must_reduce_file_count`).
-            let must_reduce =
-                clustering.is_none() && !options.rewrite_all && num_deletion_vectors == 0;
-            if must_reduce && expected_output_files >= files.len() as u64 {
-                continue;
+            if let Some(bin) = packer.bin(next_bin_id, files) {
+                bins.push(bin);
+                next_bin_id += 1;
             }
-            bins.push(Bin {
-                id: next_bin_id,
-                files,
-                input_bytes,
-                input_rows,
-                num_deletion_vectors,
-                expected_output_files,
-                expected_output_bytes,
-                key_range: None,
-            });
-            next_bin_id += 1;
         }
         if !bins.is_empty() {
             partitions.push(PartitionPlan {
@@ -914,6 +790,232 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
         plain_columns: Vec::new(),
         rewrite_all: options.rewrite_all,
     })
+}
+
+/// The minimum file size of `options`, else [`DEFAULT_MIN_FILE_SIZE_RATIO`] of the target
+/// `target_file_bytes`, rounded down; bytes.
+fn min_file_bytes(options: &PlanOptions, target_file_bytes: u64) -> u64 {
+    options.min_file_bytes.unwrap_or_else(|| {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "3/4 of a u64 size, rounded down"
+        )]
+        let min = (target_file_bytes as f64 * DEFAULT_MIN_FILE_SIZE_RATIO) as u64;
+        min
+    })
+}
+
+/// The `--where` predicate of `options`, parsed against `table`: over partition columns
+/// only, or else the files it selects; neither without a predicate.
+///
+/// # Errors
+/// What [`Selection::new`] returns: [`Error::InvalidPredicate`], [`Error::UnknownColumn`].
+fn selection_of(
+    table: &TableView,
+    options: &PlanOptions,
+) -> Result<(Option<Predicate>, Option<FileSelection>)> {
+    Ok(match options.predicate.as_deref() {
+        None => (None, None),
+        Some(text) => match Selection::new(table, text, options.include_unknown)? {
+            Selection::Partitions(predicate) => (Some(predicate), None),
+            Selection::Files(selection) => (None, Some(selection)),
+        },
+    })
+}
+
+/// The clustering `plan` lays the table out by: the one `options` asks for, else a Hilbert
+/// curve over the clustering columns `table` declares, else none.
+///
+/// # Errors
+/// What [`cluster::resolve`] returns for the request.
+fn clustering_of(table: &TableView, options: &PlanOptions) -> Result<Option<cluster::Clustering>> {
+    let declared = table
+        .clustering_columns
+        .as_ref()
+        .map(|columns| cluster::ClusterRequest::new(crate::curve::Curve::Hilbert, columns.clone()));
+    options
+        .clustering
+        .as_ref()
+        .or(declared.as_ref())
+        .map(|request| cluster::resolve(table, request))
+        .transpose()
+}
+
+/// The files of a partition, `indices` (into [`TableView::files`]), that `selection` (a
+/// predicate over data columns) selects, in order; all of them without one.
+fn selected_files(indices: &[usize], selection: Option<&FileSelection>) -> Vec<usize> {
+    match selection {
+        Some(selection) => indices
+            .iter()
+            .copied()
+            .filter(|&i| selection.selected[i])
+            .collect(),
+        None => indices.to_vec(),
+    }
+}
+
+/// The files of `table` grouped by partition: indices into [`TableView::files`] in table
+/// order, keyed by the partition values as the log spells them, in key order.
+fn partition_groups(table: &TableView) -> BTreeMap<&[Option<String>], Vec<usize>> {
+    // Grouped by the values as the log spells them: an empty string and a null are both
+    // null to the protocol, but not to every reader, so they are never mixed in one file.
+    let mut groups: BTreeMap<&[Option<String>], Vec<usize>> = BTreeMap::new();
+    for (index, file) in table.files.iter().enumerate() {
+        groups
+            .entry(file.raw_partition_values.as_slice())
+            .or_default()
+            .push(index);
+    }
+    groups
+}
+
+/// What [`plan`] packs every partition's files into bins by: the table, the options, the
+/// clustering, and the sizes (bytes) the options and table settle on.
+struct Packer<'a> {
+    table: &'a TableView,
+    options: &'a PlanOptions,
+    clustering: Option<&'a cluster::Clustering>,
+    /// The target file size, bytes.
+    target_file_bytes: u64,
+    /// Files below this size are compaction candidates, bytes.
+    min_file_bytes: u64,
+    /// Expected output bytes per input byte.
+    output_ratio: f64,
+    /// The input bytes of a compaction bin: those that write about one target's worth of
+    /// output.
+    input_capacity: u64,
+}
+
+impl Packer<'_> {
+    /// The selected files `indices` (into [`TableView::files`]) of one partition, packed: the
+    /// files of each bin, and with a cut tree layout the partition's tree. Counts in
+    /// `clustered_files_left` the clustered files compaction leaves as they are.
+    fn pack(
+        &self,
+        indices: &[usize],
+        clustered_files_left: &mut usize,
+    ) -> (Vec<Vec<usize>>, Option<cuts::CutTree>) {
+        let table = self.table;
+        let mut cut_tree = None;
+        let packed = if let Some(clustering) = self.clustering {
+            let files: Vec<(usize, &crate::table::DataFile)> =
+                indices.iter().map(|&i| (i, &table.files[i])).collect();
+            let selected = if clustering.is_cuts() {
+                let selected = clustering.select_cuts(&files, self.min_file_bytes);
+                cut_tree = selected.tree;
+                selected.files
+            } else {
+                clustering.select(&files)
+            };
+            if selected.is_empty() {
+                Vec::new()
+            } else {
+                vec![selected]
+            }
+        } else {
+            self.pack_compaction(indices, clustered_files_left)
+        };
+        (packed, cut_tree)
+    }
+
+    /// The compaction bins of one partition's selected files `indices`: the candidates
+    /// (small, with many deleted rows, or all with `rewrite_all`) packed by input bytes, and
+    /// each clustered candidate alone when its deleted rows call for a rewrite. Counts in
+    /// `clustered_files_left` the other clustered candidates, left as they are.
+    fn pack_compaction(
+        &self,
+        indices: &[usize],
+        clustered_files_left: &mut usize,
+    ) -> Vec<Vec<usize>> {
+        let (table, options, min_file_bytes) = (self.table, self.options, self.min_file_bytes);
+        let is_candidate = |f: &crate::table::DataFile| {
+            options.rewrite_all
+                || f.size_bytes < min_file_bytes
+                || f.deleted_ratio() > options.max_deleted_ratio
+        };
+        let clustered = |f: &crate::table::DataFile| {
+            !options.include_clustered && f.tags.contains_key(cluster::TAG_CUBE_ID)
+        };
+        let candidates: Vec<(usize, u64)> = indices
+            .iter()
+            .map(|&i| (i, &table.files[i]))
+            .filter(|(_, f)| is_candidate(f) && !clustered(f))
+            .map(|(i, f)| (i, f.size_bytes))
+            .collect();
+        // Bins hold the input that writes about one target's worth of output.
+        let mut packed = binpack::pack(&candidates, self.input_capacity);
+        // A clustered file is rewritten only alone (its deletion vector purged), which
+        // keeps its rows together; small ones are left as they are.
+        for &i in indices {
+            let f = &table.files[i];
+            if is_candidate(f) && clustered(f) {
+                if f.deleted_ratio() > options.max_deleted_ratio {
+                    packed.push(vec![i]);
+                } else {
+                    *clustered_files_left += 1;
+                }
+            }
+        }
+        packed
+    }
+
+    /// Bin `id` of the packed `files` (indices into [`TableView::files`]), with its input and
+    /// expected output; `None` for a compaction bin that would not write fewer files than it
+    /// reads.
+    fn bin(&self, id: usize, files: Vec<usize>) -> Option<Bin> {
+        let table = self.table;
+        let num_deletion_vectors = files
+            .iter()
+            .filter(|&&i| table.files[i].deletion_vector.is_some())
+            .count();
+        let input_bytes: u64 = files.iter().map(|&i| table.files[i].size_bytes).sum();
+        let input_rows = files
+            .iter()
+            .map(|&i| table.files[i].num_live_rows())
+            .sum::<Option<u64>>();
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "an estimate"
+        )]
+        let live_bytes = files
+            .iter()
+            .map(|&i| {
+                let f = &table.files[i];
+                (f.size_bytes as f64 * (1.0 - f.deleted_ratio())) as u64
+            })
+            .sum::<u64>();
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "an estimate"
+        )]
+        let expected_output_bytes = ((live_bytes as f64 * self.output_ratio) as u64).max(1);
+        let expected_output_files =
+            output_files(expected_output_bytes, self.target_file_bytes).files;
+        // A compaction bin that would not write fewer files than it reads is left out: a
+        // single file without a deletion vector, or a bin whose expected output is cut
+        // into as many files as it reads (see `Plan::must_reduce_file_count`).
+        let must_reduce =
+            self.clustering.is_none() && !self.options.rewrite_all && num_deletion_vectors == 0;
+        if must_reduce && expected_output_files >= files.len() as u64 {
+            return None;
+        }
+        Some(Bin {
+            id,
+            files,
+            input_bytes,
+            input_rows,
+            num_deletion_vectors,
+            expected_output_files,
+            expected_output_bytes,
+            key_range: None,
+        })
+    }
 }
 
 /// The files of `table` a `--where` predicate selects, as [`plan`] selects them (see

@@ -82,79 +82,33 @@ pub(crate) fn run(
     progress: &dyn Progress,
     written: &mut Vec<WrittenFile>,
 ) -> Result<(u64, bool)> {
+    let run = RangeRun {
+        table,
+        layout,
+        context,
+        bin,
+        split,
+        config,
+        progress,
+    };
     let scope = Scope::Bin(bin.id);
-    let cancelled = || context.cancel.load(Ordering::Relaxed);
     // 1. Read and sample (or, in a split scope, key and keep this bin's rows); keep the rows
     // while they fit the budget.
-    progress.phase_started(scope, Phase::Read, bin.input_bytes);
-    let clustering = layout.clustering;
-    let mut sampler = Sampler::default();
-    let mut split_buckets: Vec<ColumnBuckets> = Vec::new();
-    let mut batches: Vec<RecordBatch> = Vec::new();
-    // With a cut tree, each kept batch's leaves (routed once, while sampling).
-    let mut batch_leaves: Vec<Option<Vec<u32>>> = Vec::new();
-    let mut arrow_bytes = 0u64;
-    // A bin whose Parquet bytes alone pass half the budget decodes to more than that (Arrow
-    // is nearly always the larger): it is clustered out of core from the start, without
-    // buffering half the budget of rows first.
-    let mut in_memory = bin.input_bytes.saturating_mul(2) <= context.memory_limit_bytes;
-    let mut rows = 0u64;
-    let advance_read = |bytes: u64| progress.phase_advanced(scope, Phase::Read, bytes);
-    for_each_file_in_order(table, bin, context, &advance_read, &mut |file_batches| {
-        for batch in file_batches {
-            if cancelled() {
-                return Err(Error::Cancelled);
-            }
-            let (batch, leaves) = match split {
-                None => {
-                    let leaves = sampler.add(&batch, layout)?;
-                    (batch, leaves)
-                }
-                Some((space, range)) => {
-                    if split_buckets.is_empty() {
-                        split_buckets = buckets_of(space, &layout.curve_values(&batch)?)?;
-                    }
-                    (
-                        keep_range(&batch, layout, &split_buckets, space, range)?,
-                        None,
-                    )
-                }
-            };
-            if batch.num_rows() == 0 {
-                continue;
-            }
-            rows += batch.num_rows() as u64;
-            arrow_bytes += batch.get_array_memory_size() as u64;
-            if in_memory {
-                // Gathering and encoding the ranges need room too: keep half the budget.
-                if arrow_bytes.saturating_mul(2) > context.memory_limit_bytes {
-                    in_memory = false;
-                    batches = Vec::new();
-                    batch_leaves = Vec::new();
-                } else {
-                    batches.push(batch);
-                    batch_leaves.push(leaves);
-                }
-            }
-        }
-        Ok(())
-    })?;
-    progress.phase_finished(scope, Phase::Read);
+    let ReadRows {
+        sampler,
+        split_buckets,
+        batches,
+        batch_leaves,
+        arrow_bytes,
+        in_memory,
+        rows,
+    } = run.read()?;
     if rows == 0 {
         files_done(table, bin, progress);
         return Ok((0, false));
     }
 
-    // What a range's writer holds besides its rows, counted against the budget out of core:
-    // the part of its file not uploaded yet (of a file up to 1.25x the target) and a row
-    // group's rows and encoded columns.
-    let writer_config = config(BTreeMap::new(), 0);
-    let target = writer_config.target_file_bytes;
-    let writer_bytes = super::upload::held_file_bytes(
-        target.saturating_add(target / 4),
-        writer_config.upload_part_bytes,
-    )
-    .saturating_add(4 * super::write::row_group_bytes(target));
+    let (target, writer_bytes) = writer_budget(config);
 
     // 2. and 3. Buckets and range boundaries: from the plan's key space, or from the sample.
     let sizes = RangeSizes::of(bin, target);
@@ -162,7 +116,7 @@ pub(crate) fn run(
         Some((space, _)) => (split_buckets, space.boundaries.clone(), Vec::new()),
         None => sampler.finish(layout, &sizes)?,
     };
-    if cancelled() {
+    if run.cancelled() {
         return Err(Error::Cancelled);
     }
 
@@ -172,198 +126,26 @@ pub(crate) fn run(
         buckets: &buckets,
         boundaries: &boundaries,
     };
-    let mut pieces = boundaries.len() + 1;
-    let ranges: Vec<RangeRows> = if in_memory {
-        // Each range as (key, batch, row) triples in routing order; the rows are gathered
-        // straight from the batches when the range is written. Each batch is keyed and
-        // routed on its own (in parallel), then each range's triples are joined in batch
-        // order (in parallel): the routing order of a sequential pass.
-        let num_ranges = boundaries.len() + 1;
-        let routed = batches
-            .par_iter()
-            .zip(&batch_leaves)
-            .enumerate()
-            .map(|(b, (batch, leaves))| {
-                if cancelled() {
-                    return Err(Error::Cancelled);
-                }
-                let keys = layout.row_keys(batch, &buckets, leaves.as_deref())?;
-                let b = u32::try_from(b).unwrap_or(u32::MAX);
-                let mut parts: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); num_ranges];
-                for (row, &key) in keys.iter().enumerate() {
-                    let range = boundaries.partition_point(|cut| *cut <= key);
-                    parts[range].push((key, b, u32::try_from(row).unwrap_or(u32::MAX)));
-                }
-                Ok(parts)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        if cancelled() {
-            return Err(Error::Cancelled);
-        }
-        let members: Vec<Vec<(u64, u32, u32)>> = (0..num_ranges)
-            .into_par_iter()
-            .map(|range| {
-                let mut rows = Vec::with_capacity(routed.iter().map(|p| p[range].len()).sum());
-                for parts in &routed {
-                    rows.extend_from_slice(&parts[range]);
-                }
-                rows
-            })
-            .collect();
-        drop(routed);
-        let ties = std::sync::Arc::new(TieBreak::of_batches(&batches, clustering)?);
-        if cancelled() {
-            return Err(Error::Cancelled);
-        }
-        let shared = std::sync::Arc::new(batches);
-        members
-            .into_iter()
-            .map(|rows| RangeRows::Indexed(shared.clone(), ties.clone(), rows))
-            .collect()
+    let totals = RowTotals {
+        rows,
+        arrow_bytes,
+        writer_bytes,
+    };
+    let (ranges, pieces) = if in_memory {
+        let ranges = run.route_in_memory(batches, &batch_leaves, &router)?;
+        (ranges, boundaries.len() + 1)
     } else {
-        // Each range is cut into pieces of at most a quarter of the budget of rows (by the
-        // sample), spilled apart and sorted one at a time: a range larger than the budget
-        // (one output file of rows, at large targets) is never held whole.
-        let piece_rows = ((context.memory_limit_bytes.saturating_sub(writer_bytes))
-            .max(context.memory_limit_bytes / 16)
-            / 4)
-        .saturating_mul(rows)
-        .checked_div(arrow_bytes)
-        .unwrap_or(u64::MAX)
-        .max(1);
-        // In a split scope the rows read are those of this bin's ranges only.
-        let all_rows = split.map_or(rows, |(_, mine)| {
-            rows.saturating_mul(boundaries.len() as u64 + 1) / (mine.end - mine.first).max(1) as u64
-        });
-        let cuts = piece_boundaries(&boundaries, &sample_keys, all_rows, piece_rows);
-        let piece_range: Vec<usize> = std::iter::once(0)
-            .chain(cuts.iter().copied())
-            .map(|lower| boundaries.partition_point(|b| *b <= lower))
-            .collect();
-        pieces = piece_range.len();
-        let router = Router {
-            layout,
-            buckets: &buckets,
-            boundaries: &cuts,
-        };
-        let spill = spill::SpillFiles::create(context.spill_directory.as_deref(), cuts.len() + 1)?;
-        progress.phase_started(scope, Phase::Route, bin.input_bytes);
-        let advance_route = |bytes: u64| progress.phase_advanced(scope, Phase::Route, bytes);
-        for_each_file_in_order(table, bin, context, &advance_route, &mut |file_batches| {
-            // Route in parallel, append in file order: the spill files get the rows in the
-            // order an in-memory run routes them.
-            let routed = file_batches
-                .par_iter()
-                .map(|batch| {
-                    if cancelled() {
-                        return Err(Error::Cancelled);
-                    }
-                    router.route(batch)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            for (piece, part) in routed.into_iter().flatten() {
-                // In a split scope, another bin writes the other ranges.
-                if split.is_none_or(|(_, mine)| mine.contains(piece_range[piece])) {
-                    spill.append(piece, &part)?;
-                }
-            }
-            Ok(())
-        })?;
-        let files = spill.finish(&|batch| router.route(batch))?;
-        progress.phase_finished(scope, Phase::Route);
-        let mut ranges: Vec<Vec<spill::SpillFile>> =
-            (0..=boundaries.len()).map(|_| Vec::new()).collect();
-        for (piece, file) in files.into_iter().enumerate() {
-            if let Some(file) = file {
-                ranges[piece_range[piece]].push(file);
-            }
-        }
-        ranges.into_iter().map(RangeRows::Spilled).collect()
+        run.route_to_spill(&router, &sample_keys, totals)?
     };
 
     // 5. Sort and write each range.
-    // A split scope is one cube: every bin tags its files with the plan's cube id.
-    let cube = split.map_or_else(
-        || uuid::Uuid::new_v4().to_string(),
-        |(space, _)| space.cube_id.clone(),
-    );
-    let mut tags = BTreeMap::from([
-        (TAG_CUBE_ID.to_string(), cube),
-        (TAG_CUBE_COLUMNS.to_string(), clustering.columns_json()),
-        (
-            TAG_CUBE_CURVE.to_string(),
-            clustering.layout_name().to_string(),
-        ),
-    ]);
-    if let Some(tree) = layout.tree {
-        tags.insert(TAG_CUT_TREE.to_string(), tree.tree().id.clone());
-    }
-    // Out of core, as many ranges at once as the budget holds (each counted as twice its
-    // piece's memory, the rows once plus keys and gathered chunks, and its writer's
-    // buffers), at least one.
+    let tags = run.cube_tags();
     let parallel = if in_memory {
         usize::MAX
     } else {
-        let piece_bytes = (arrow_bytes / pieces.max(1) as u64).max(1);
-        usize::try_from(
-            context.memory_limit_bytes / piece_bytes.saturating_mul(2).saturating_add(writer_bytes),
-        )
-        .unwrap_or(usize::MAX)
-        .max(1)
+        ranges_at_once(totals, pieces, context.memory_limit_bytes)
     };
-    progress.phase_started(scope, Phase::Write, rows);
-    let advance_write = |rows: usize| progress.phase_advanced(scope, Phase::Write, rows as u64);
-    let mut results: Vec<(Result<()>, Vec<WrittenFile>)> = Vec::new();
-    let mut ranges = ranges.into_iter().enumerate().peekable();
-    while ranges.peek().is_some() {
-        let wave: Vec<(usize, RangeRows)> = ranges.by_ref().take(parallel).collect();
-        results.extend(
-            wave.into_par_iter()
-                .map(|(index, range)| {
-                    let expected_rows = match &range {
-                        RangeRows::Indexed(_, _, rows) => rows.len() as u64,
-                        RangeRows::Spilled(files) => files.iter().map(|f| f.rows).sum(),
-                    };
-                    let mut range_tags = tags.clone();
-                    // A range lies inside one leaf: the leaf of its lowest key.
-                    if let Some(leaf) =
-                        layout.leaf_of(if index == 0 { 0 } else { boundaries[index - 1] })
-                    {
-                        range_tags.insert(TAG_CUT_LEAF.to_string(), leaf.to_string());
-                    }
-                    let mut range_config = config(range_tags, index);
-                    // A cut tree's range is one file ([`crate::plan::leaf_shares`]: up to
-                    // about 1.5x the target): its writer cuts only past twice the target.
-                    if layout.tree.is_some() {
-                        range_config.target_file_bytes =
-                            range_config.target_file_bytes.saturating_mul(5).div_ceil(3);
-                    }
-                    let mut writer = RollingWriter::new(WriterConfig {
-                        expected_rows: Some(expected_rows),
-                        ..range_config
-                    });
-                    let mut out = RangeOutput {
-                        writer: &mut writer,
-                        cancel: &context.cancel,
-                        advance: &advance_write,
-                        pending: Vec::new(),
-                        pending_rows: 0,
-                    };
-                    let result = match range {
-                        RangeRows::Indexed(batches, ties, rows) => {
-                            write_sorted(&mut out, &batches, &ties, rows)
-                        }
-                        RangeRows::Spilled(files) => files.into_iter().try_for_each(|file| {
-                            file.read()
-                                .and_then(|parts| write_piece(&mut out, parts, &router))
-                        }),
-                    }
-                    .and_then(|()| out.finish());
-                    (result, writer.written().to_vec())
-                })
-                .collect::<Vec<_>>(),
-        );
-    }
+    let results = run.write_ranges(ranges, &tags, &router, parallel, rows);
     let mut first_error = None;
     for (result, files) in results {
         written.extend(files);
@@ -378,6 +160,438 @@ pub(crate) fn run(
             files_done(table, bin, progress);
             Ok((rows, !in_memory))
         }
+    }
+}
+
+/// What a range's writer holds besides its rows, counted against the budget out of core:
+/// the part of its file not uploaded yet (of a file up to 1.25x the target) and a row
+/// group's rows and encoded columns. Returns the target file size of `config`'s writers and
+/// those held bytes, both in bytes.
+fn writer_budget(
+    config: &(dyn Fn(BTreeMap<String, String>, usize) -> WriterConfig + Sync),
+) -> (u64, u64) {
+    let writer_config = config(BTreeMap::new(), 0);
+    let target = writer_config.target_file_bytes;
+    let writer_bytes = super::upload::held_file_bytes(
+        target.saturating_add(target / 4),
+        writer_config.upload_part_bytes,
+    )
+    .saturating_add(4 * super::write::row_group_bytes(target));
+    (target, writer_bytes)
+}
+
+/// How many ranges an out-of-core run writes at once, its rows (`totals`) spilled in `pieces`
+/// pieces under a budget of `memory_limit_bytes`.
+fn ranges_at_once(totals: RowTotals, pieces: usize, memory_limit_bytes: u64) -> usize {
+    // Out of core, as many ranges at once as the budget holds (each counted as twice its
+    // piece's memory, the rows once plus keys and gathered chunks, and its writer's
+    // buffers), at least one.
+    let piece_bytes = (totals.arrow_bytes / pieces.max(1) as u64).max(1);
+    usize::try_from(
+        memory_limit_bytes
+            / piece_bytes
+                .saturating_mul(2)
+                .saturating_add(totals.writer_bytes),
+    )
+    .unwrap_or(usize::MAX)
+    .max(1)
+}
+
+/// The inputs a clustering run of one bin ([`run`]) shares between its steps.
+struct RangeRun<'a> {
+    table: &'a TableView,
+    layout: &'a Layout<'a>,
+    context: &'a RewriteContext,
+    bin: &'a Bin,
+    /// In a split scope, the plan's key space and this bin's ranges of it.
+    split: Option<(&'a KeySpace, KeyRange)>,
+    /// A writer's configuration from its file tags and its range index.
+    config: &'a (dyn Fn(BTreeMap<String, String>, usize) -> WriterConfig + Sync),
+    progress: &'a dyn Progress,
+}
+
+/// What step 1 of a run read: the sample (or a split scope's buckets) and, while they fit the
+/// budget, the rows themselves.
+struct ReadRows {
+    /// The sample of the rows read (empty in a split scope).
+    sampler: Sampler,
+    /// In a split scope, the key space's buckets for the columns as read; empty otherwise.
+    split_buckets: Vec<ColumnBuckets>,
+    /// The rows kept, in read order; empty once they passed half the budget.
+    batches: Vec<RecordBatch>,
+    /// With a cut tree, each kept batch's leaves (routed once, while sampling).
+    batch_leaves: Vec<Option<Vec<u32>>>,
+    /// Arrow memory of every row read, bytes.
+    arrow_bytes: u64,
+    /// Whether the rows are kept in memory (`false`: clustered out of core).
+    in_memory: bool,
+    /// Rows read (in a split scope, those of this bin's ranges).
+    rows: u64,
+}
+
+/// The sizes an out-of-core run cuts its pieces and counts its memory by.
+#[derive(Clone, Copy)]
+struct RowTotals {
+    /// Rows read.
+    rows: u64,
+    /// Arrow memory of the rows read, bytes.
+    arrow_bytes: u64,
+    /// What a range's writer holds besides its rows, bytes ([`writer_budget`]).
+    writer_bytes: u64,
+}
+
+impl RangeRun<'_> {
+    /// Whether the run was cancelled.
+    fn cancelled(&self) -> bool {
+        self.context.cancel.load(Ordering::Relaxed)
+    }
+
+    /// The progress scope of the run: its bin.
+    fn scope(&self) -> Scope {
+        Scope::Bin(self.bin.id)
+    }
+
+    /// Step 1: reads the bin's files in order and samples their rows (in a split scope, keys
+    /// them and keeps the rows of this bin's ranges), keeping the rows while their Arrow
+    /// memory stays within half the budget. Reports the read phase.
+    ///
+    /// # Errors
+    /// Read errors of the files ([`Error::DataFile`]); [`Error::Arrow`] for a column whose
+    /// values cannot be keyed; [`Error::Internal`] for a key space whose columns are not the
+    /// clustering's; [`Error::Cancelled`].
+    fn read(&self) -> Result<ReadRows> {
+        let scope = self.scope();
+        let (layout, split, context) = (self.layout, self.split, self.context);
+        self.progress
+            .phase_started(scope, Phase::Read, self.bin.input_bytes);
+        let mut sampler = Sampler::default();
+        let mut split_buckets: Vec<ColumnBuckets> = Vec::new();
+        let mut batches: Vec<RecordBatch> = Vec::new();
+        // With a cut tree, each kept batch's leaves (routed once, while sampling).
+        let mut batch_leaves: Vec<Option<Vec<u32>>> = Vec::new();
+        let mut arrow_bytes = 0u64;
+        // A bin whose Parquet bytes alone pass half the budget decodes to more than that
+        // (Arrow is nearly always the larger): it is clustered out of core from the start,
+        // without buffering half the budget of rows first.
+        let mut in_memory = self.bin.input_bytes.saturating_mul(2) <= context.memory_limit_bytes;
+        let mut rows = 0u64;
+        let advance_read = |bytes: u64| self.progress.phase_advanced(scope, Phase::Read, bytes);
+        for_each_file_in_order(
+            self.table,
+            self.bin,
+            context,
+            &advance_read,
+            &mut |file_batches| {
+                for batch in file_batches {
+                    if self.cancelled() {
+                        return Err(Error::Cancelled);
+                    }
+                    let (batch, leaves) = match split {
+                        None => {
+                            let leaves = sampler.add(&batch, layout)?;
+                            (batch, leaves)
+                        }
+                        Some((space, range)) => {
+                            if split_buckets.is_empty() {
+                                split_buckets = buckets_of(space, &layout.curve_values(&batch)?)?;
+                            }
+                            (
+                                keep_range(&batch, layout, &split_buckets, space, range)?,
+                                None,
+                            )
+                        }
+                    };
+                    if batch.num_rows() == 0 {
+                        continue;
+                    }
+                    rows += batch.num_rows() as u64;
+                    arrow_bytes += batch.get_array_memory_size() as u64;
+                    if in_memory {
+                        // Gathering and encoding the ranges need room too: keep half the
+                        // budget.
+                        if arrow_bytes.saturating_mul(2) > context.memory_limit_bytes {
+                            in_memory = false;
+                            batches = Vec::new();
+                            batch_leaves = Vec::new();
+                        } else {
+                            batches.push(batch);
+                            batch_leaves.push(leaves);
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        self.progress.phase_finished(scope, Phase::Read);
+        Ok(ReadRows {
+            sampler,
+            split_buckets,
+            batches,
+            batch_leaves,
+            arrow_bytes,
+            in_memory,
+            rows,
+        })
+    }
+
+    /// Step 4 in memory: keys and routes the rows of `batches` (each batch's leaves in
+    /// `batch_leaves`) to the ranges of `router`. Returns one [`RangeRows::Indexed`] per
+    /// range, in range order.
+    ///
+    /// # Errors
+    /// [`Error::Arrow`] for a column whose values cannot be keyed or ordered;
+    /// [`Error::Cancelled`].
+    fn route_in_memory(
+        &self,
+        batches: Vec<RecordBatch>,
+        batch_leaves: &[Option<Vec<u32>>],
+        router: &Router<'_>,
+    ) -> Result<Vec<RangeRows>> {
+        let (buckets, boundaries) = (router.buckets, router.boundaries);
+        // Each range as (key, batch, row) triples in routing order; the rows are gathered
+        // straight from the batches when the range is written. Each batch is keyed and
+        // routed on its own (in parallel), then each range's triples are joined in batch
+        // order (in parallel): the routing order of a sequential pass.
+        let num_ranges = boundaries.len() + 1;
+        let routed = batches
+            .par_iter()
+            .zip(batch_leaves)
+            .enumerate()
+            .map(|(b, (batch, leaves))| {
+                if self.cancelled() {
+                    return Err(Error::Cancelled);
+                }
+                let keys = self.layout.row_keys(batch, buckets, leaves.as_deref())?;
+                let b = u32::try_from(b).unwrap_or(u32::MAX);
+                let mut parts: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); num_ranges];
+                for (row, &key) in keys.iter().enumerate() {
+                    let range = boundaries.partition_point(|cut| *cut <= key);
+                    parts[range].push((key, b, u32::try_from(row).unwrap_or(u32::MAX)));
+                }
+                Ok(parts)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if self.cancelled() {
+            return Err(Error::Cancelled);
+        }
+        let members: Vec<Vec<(u64, u32, u32)>> = (0..num_ranges)
+            .into_par_iter()
+            .map(|range| {
+                let mut rows = Vec::with_capacity(routed.iter().map(|p| p[range].len()).sum());
+                for parts in &routed {
+                    rows.extend_from_slice(&parts[range]);
+                }
+                rows
+            })
+            .collect();
+        drop(routed);
+        let ties = std::sync::Arc::new(TieBreak::of_batches(&batches, self.layout.clustering)?);
+        if self.cancelled() {
+            return Err(Error::Cancelled);
+        }
+        let shared = std::sync::Arc::new(batches);
+        Ok(members
+            .into_iter()
+            .map(|rows| RangeRows::Indexed(shared.clone(), ties.clone(), rows))
+            .collect())
+    }
+
+    /// Step 4 out of core: reads the bin's files again and appends each row to the spill file
+    /// of its piece, the ranges of `router` cut into pieces of at most a quarter of the
+    /// budget of rows (by `sample_keys`, the sorted sample; `totals` gives the rows read and
+    /// their Arrow bytes). Reports the route phase. Returns one [`RangeRows::Spilled`] per
+    /// range, in range order, and the number of pieces.
+    ///
+    /// # Errors
+    /// Read errors of the files ([`Error::DataFile`]); spill file errors; [`Error::Arrow`]
+    /// for a column whose values cannot be keyed; [`Error::Cancelled`].
+    fn route_to_spill(
+        &self,
+        router: &Router<'_>,
+        sample_keys: &[u64],
+        totals: RowTotals,
+    ) -> Result<(Vec<RangeRows>, usize)> {
+        let (context, split, scope) = (self.context, self.split, self.scope());
+        let (buckets, boundaries) = (router.buckets, router.boundaries);
+        let RowTotals {
+            rows,
+            arrow_bytes,
+            writer_bytes,
+        } = totals;
+        // Each range is cut into pieces of at most a quarter of the budget of rows (by the
+        // sample), spilled apart and sorted one at a time: a range larger than the budget
+        // (one output file of rows, at large targets) is never held whole.
+        let piece_rows = ((context.memory_limit_bytes.saturating_sub(writer_bytes))
+            .max(context.memory_limit_bytes / 16)
+            / 4)
+        .saturating_mul(rows)
+        .checked_div(arrow_bytes)
+        .unwrap_or(u64::MAX)
+        .max(1);
+        // In a split scope the rows read are those of this bin's ranges only.
+        let all_rows = split.map_or(rows, |(_, mine)| {
+            rows.saturating_mul(boundaries.len() as u64 + 1) / (mine.end - mine.first).max(1) as u64
+        });
+        let cuts = piece_boundaries(boundaries, sample_keys, all_rows, piece_rows);
+        let piece_range: Vec<usize> = std::iter::once(0)
+            .chain(cuts.iter().copied())
+            .map(|lower| boundaries.partition_point(|b| *b <= lower))
+            .collect();
+        let pieces = piece_range.len();
+        let router = Router {
+            layout: self.layout,
+            buckets,
+            boundaries: &cuts,
+        };
+        let spill = spill::SpillFiles::create(context.spill_directory.as_deref(), cuts.len() + 1)?;
+        self.progress
+            .phase_started(scope, Phase::Route, self.bin.input_bytes);
+        let advance_route = |bytes: u64| self.progress.phase_advanced(scope, Phase::Route, bytes);
+        for_each_file_in_order(
+            self.table,
+            self.bin,
+            context,
+            &advance_route,
+            &mut |file_batches| {
+                // Route in parallel, append in file order: the spill files get the rows in
+                // the order an in-memory run routes them.
+                let routed = file_batches
+                    .par_iter()
+                    .map(|batch| {
+                        if self.cancelled() {
+                            return Err(Error::Cancelled);
+                        }
+                        router.route(batch)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                for (piece, part) in routed.into_iter().flatten() {
+                    // In a split scope, another bin writes the other ranges.
+                    if split.is_none_or(|(_, mine)| mine.contains(piece_range[piece])) {
+                        spill.append(piece, &part)?;
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        let files = spill.finish(&|batch| router.route(batch))?;
+        self.progress.phase_finished(scope, Phase::Route);
+        let mut ranges: Vec<Vec<spill::SpillFile>> =
+            (0..=boundaries.len()).map(|_| Vec::new()).collect();
+        for (piece, file) in files.into_iter().enumerate() {
+            if let Some(file) = file {
+                ranges[piece_range[piece]].push(file);
+            }
+        }
+        Ok((ranges.into_iter().map(RangeRows::Spilled).collect(), pieces))
+    }
+
+    /// The tags of every file the run writes: its cube (a new id, or in a split scope the
+    /// plan's: a split scope is one cube), the clustering columns and curve, and the cut tree.
+    fn cube_tags(&self) -> BTreeMap<String, String> {
+        let clustering = self.layout.clustering;
+        // A split scope is one cube: every bin tags its files with the plan's cube id.
+        let cube = self.split.map_or_else(
+            || uuid::Uuid::new_v4().to_string(),
+            |(space, _)| space.cube_id.clone(),
+        );
+        let mut tags = BTreeMap::from([
+            (TAG_CUBE_ID.to_string(), cube),
+            (TAG_CUBE_COLUMNS.to_string(), clustering.columns_json()),
+            (
+                TAG_CUBE_CURVE.to_string(),
+                clustering.layout_name().to_string(),
+            ),
+        ]);
+        if let Some(tree) = self.layout.tree {
+            tags.insert(TAG_CUT_TREE.to_string(), tree.tree().id.clone());
+        }
+        tags
+    }
+
+    /// Step 5: sorts and writes `ranges` (the ranges of `router`, in range order), in waves of
+    /// `parallel` ranges written in parallel, each file tagged with `tags`; `rows` is the
+    /// rows to write, for the write phase it reports. Returns per range its result and the
+    /// files it uploaded, in range order; every range is written whatever the others' results.
+    fn write_ranges(
+        &self,
+        ranges: Vec<RangeRows>,
+        tags: &BTreeMap<String, String>,
+        router: &Router<'_>,
+        parallel: usize,
+        rows: u64,
+    ) -> Vec<(Result<()>, Vec<WrittenFile>)> {
+        let scope = self.scope();
+        self.progress.phase_started(scope, Phase::Write, rows);
+        let advance_write = |rows: usize| {
+            self.progress
+                .phase_advanced(scope, Phase::Write, rows as u64)
+        };
+        let mut results: Vec<(Result<()>, Vec<WrittenFile>)> = Vec::new();
+        let mut ranges = ranges.into_iter().enumerate().peekable();
+        while ranges.peek().is_some() {
+            let wave: Vec<(usize, RangeRows)> = ranges.by_ref().take(parallel).collect();
+            results.extend(
+                wave.into_par_iter()
+                    .map(|(index, range)| {
+                        self.write_range(index, range, tags, router, &advance_write)
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
+        results
+    }
+
+    /// Sorts and writes range `index` (its rows `range`) to a rolling writer of its own, its
+    /// files tagged with `tags` and the range's leaf (the ranges' cuts are `router`'s
+    /// boundaries); `advance` receives the rows written. Returns the result and the files
+    /// uploaded, also on failure.
+    fn write_range(
+        &self,
+        index: usize,
+        range: RangeRows,
+        tags: &BTreeMap<String, String>,
+        router: &Router<'_>,
+        advance: &(dyn Fn(usize) + Sync),
+    ) -> (Result<()>, Vec<WrittenFile>) {
+        let (layout, boundaries) = (self.layout, router.boundaries);
+        let expected_rows = match &range {
+            RangeRows::Indexed(_, _, rows) => rows.len() as u64,
+            RangeRows::Spilled(files) => files.iter().map(|f| f.rows).sum(),
+        };
+        let mut range_tags = tags.clone();
+        // A range lies inside one leaf: the leaf of its lowest key.
+        if let Some(leaf) = layout.leaf_of(if index == 0 { 0 } else { boundaries[index - 1] }) {
+            range_tags.insert(TAG_CUT_LEAF.to_string(), leaf.to_string());
+        }
+        let mut range_config = (self.config)(range_tags, index);
+        // A cut tree's range is one file ([`crate::plan::leaf_shares`]: up to about 1.5x the
+        // target): its writer cuts only past twice the target.
+        if layout.tree.is_some() {
+            range_config.target_file_bytes =
+                range_config.target_file_bytes.saturating_mul(5).div_ceil(3);
+        }
+        let mut writer = RollingWriter::new(WriterConfig {
+            expected_rows: Some(expected_rows),
+            ..range_config
+        });
+        let mut out = RangeOutput {
+            writer: &mut writer,
+            cancel: &self.context.cancel,
+            advance,
+            pending: Vec::new(),
+            pending_rows: 0,
+        };
+        let result = match range {
+            RangeRows::Indexed(batches, ties, rows) => {
+                write_sorted(&mut out, &batches, &ties, rows)
+            }
+            RangeRows::Spilled(files) => files.into_iter().try_for_each(|file| {
+                file.read()
+                    .and_then(|parts| write_piece(&mut out, parts, router))
+            }),
+        }
+        .and_then(|()| out.finish());
+        (result, writer.written().to_vec())
     }
 }
 

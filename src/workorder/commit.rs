@@ -279,6 +279,42 @@ pub async fn commit(
         ..CommitOutcome::default()
     };
     // 1. Check every result against the order.
+    let mut candidates = check_results(order, results)?;
+    let store = table.log_store.object_store(None);
+    // 2. What happened after the plan.
+    let mut scan = LogScan {
+        next_version: table.version + 1,
+        ..LogScan::default()
+    };
+    scan.advance(&table, &run_id).await?;
+    let ready = ready_units(order, &mut candidates, &scan, &mut outcome);
+    let batches = Batches {
+        order,
+        table: &table,
+        store: &store,
+        run_id: &run_id,
+        candidates: &candidates,
+    };
+    batches
+        .commit_all(&ready, options.batch_bins, &mut scan, &mut outcome)
+        .await?;
+    // 5. Files of the run no commit refers to: dropped bins, superseded results, and files of
+    // failed attempts of settled bins found in their directories.
+    outcome.files_deleted = clean_up(&store, order, &candidates, &outcome, &scan, &[]).await?;
+    outcome.bins_committed.sort_unstable();
+    outcome.bins_already_committed.sort_unstable();
+    Ok(outcome)
+}
+
+/// Step 1 of [`commit`]: checks every result against the order ([`check_result`]) and
+/// groups them by bin, in the order given. Returns the candidates of each bin with a result.
+///
+/// # Errors
+/// [`Error::WorkOrder`] naming the first result that does not belong to the order.
+fn check_results(
+    order: &WorkOrder,
+    results: Vec<BinResult>,
+) -> Result<BTreeMap<usize, Candidates>> {
     let mut candidates: BTreeMap<usize, Candidates> = BTreeMap::new();
     for result in results {
         check_result(order, &result)?;
@@ -292,13 +328,19 @@ pub async fn commit(
             .results
             .push(result);
     }
-    let store = table.log_store.object_store(None);
-    // 2. What happened after the plan.
-    let mut scan = LogScan {
-        next_version: table.version + 1,
-        ..LogScan::default()
-    };
-    scan.advance(&table, &run_id).await?;
+    Ok(candidates)
+}
+
+/// The commit units of `order` ready to commit: those whose every bin has a result in
+/// `candidates`, and not settled as left alone. Records in `outcome` the bins without a
+/// result, the bins waiting for the rest of their unit, and the bins left alone; drops the
+/// left-alone results of ready bins that have others. `scan` is the log read since the plan.
+fn ready_units(
+    order: &WorkOrder,
+    candidates: &mut BTreeMap<usize, Candidates>,
+    scan: &LogScan,
+    outcome: &mut CommitOutcome,
+) -> Vec<Vec<usize>> {
     // Commit units: a bin, or every bin of a split clustering scope (they remove the same
     // files, so they commit together or not at all).
     let mut ready: Vec<Vec<usize>> = Vec::new();
@@ -340,22 +382,141 @@ pub async fn commit(
         }
         ready.push(unit);
     }
-    // The result chosen for each bin about to be committed; files to delete at the end.
-    let mut chosen: BTreeMap<usize, BinResult> = BTreeMap::new();
-    let mut races = 0;
-    let mut done: BTreeSet<usize> = BTreeSet::new(); // units (by first bin) settled
-    loop {
+    ready
+}
+
+/// What the batches of a commit step share: the order, the table at the plan's version, its
+/// store, the run id and the checked results of each bin.
+struct Batches<'a> {
+    order: &'a WorkOrder,
+    table: &'a TableView,
+    store: &'a Arc<dyn deltalake::ObjectStore>,
+    run_id: &'a str,
+    candidates: &'a BTreeMap<usize, Candidates>,
+}
+
+impl Batches<'_> {
+    /// Steps 3 and 4 of [`commit`]: commits the `ready` units in batches of `batch_bins` bins
+    /// (0: all in one), each unit once settled (committed by this run before, touched by
+    /// another writer, or committed now), reading the log on into `scan` after each commit
+    /// and race, and recording what it did in `outcome`.
+    ///
+    /// # Errors
+    /// [`Error::CommitStopped`] for a metadata or protocol change by another writer while
+    /// units wait, or a batch that kept losing the race for the next version;
+    /// [`Error::WorkOrder`] for results storage does not confirm; the errors of reading the
+    /// log ([`LogScan::advance`]) and of committing ([`commit::commit`]).
+    async fn commit_all(
+        &self,
+        ready: &[Vec<usize>],
+        batch_bins: usize,
+        scan: &mut LogScan,
+        outcome: &mut CommitOutcome,
+    ) -> Result<()> {
+        // The result chosen for each bin about to be committed; files to delete at the end.
+        let mut chosen: BTreeMap<usize, BinResult> = BTreeMap::new();
+        let mut races = 0;
+        let mut done: BTreeSet<usize> = BTreeSet::new(); // units (by first bin) settled
+        loop {
+            let pending = self.settle(ready, &mut done, scan, outcome);
+            if let Some((version, reason)) = scan.schema_change
+                && !pending.is_empty()
+            {
+                return Err(self.stopped(&pending, version, reason, scan, outcome).await);
+            }
+            let Some(batch) = next_batch(&pending, batch_bins) else {
+                break;
+            };
+            // 3. The batch's results, confirmed by storage.
+            for id in &batch {
+                if !chosen.contains_key(id) {
+                    let result =
+                        choose_result(self.store, &self.candidates[id].results, self.table).await?;
+                    chosen.insert(*id, result);
+                }
+            }
+            check_unit_rows(self.table, self.order, &batch, &chosen, self.candidates).await?;
+            // 4. One commit: a view at the last version read, with the row ID mark it left.
+            let mut view = self.table.clone();
+            view.version = scan.next_version - 1;
+            if let (Some(tracking), Some(mark)) = (view.row_tracking.as_mut(), scan.high_water_mark)
+            {
+                tracking.high_water_mark = Some(mark);
+            }
+            let (outcomes, actions) = self.batch_actions(&view, &batch, &chosen, scan)?;
+            match commit::commit(&view, &actions).await {
+                Ok(version) => {
+                    done.extend(batch.iter().copied());
+                    self.record_commit(outcome, &batch, &outcomes, version);
+                    if let Err(e) = commit::write_checkpoint_if_due(&view, version).await {
+                        log::warn!(
+                            "version {version} is committed, but its checkpoint failed: {e}"
+                        );
+                    }
+                    races = 0;
+                }
+                // Another writer touched a file of the batch, or took the versions: read what
+                // it did and try again (without the bins it touched). Only tries that drop no
+                // bin count against the limit.
+                Err(Error::ConcurrentModification {
+                    winning_version,
+                    reason,
+                    ..
+                }) => {
+                    let dropped = outcome.bins_dropped.len();
+                    scan.advance(self.table, self.run_id).await?;
+                    // Another writer touched a file of the batch, or another commit step of
+                    // this very run committed it: either way the next round settles those
+                    // bins.
+                    let touched = self.touched(&batch, scan);
+                    if !touched
+                        && scan.schema_change.is_none()
+                        && dropped == outcome.bins_dropped.len()
+                    {
+                        races += 1;
+                        if races >= MAX_BATCH_ATTEMPTS {
+                            return Err(Error::CommitStopped {
+                                table: self.table.display_location(),
+                                version: winning_version,
+                                reason: format!(
+                                    "{reason}; {} bins of run {} were committed before (they stay), the others were not: their files are kept, run commit again",
+                                    outcome.bins_committed.len()
+                                        + outcome.bins_already_committed.len(),
+                                    self.run_id
+                                ),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            scan.advance(self.table, self.run_id).await?;
+        }
+        Ok(())
+    }
+
+    /// Sorts the complete units of `ready` not `done` yet (by first bin): committed by this
+    /// run before, touched by another writer (by `scan`), or still to commit. Records the
+    /// first two in `outcome` and in `done`; returns the units still to commit, in order.
+    fn settle<'r>(
+        &self,
+        ready: &'r [Vec<usize>],
+        done: &mut BTreeSet<usize>,
+        scan: &LogScan,
+        outcome: &mut CommitOutcome,
+    ) -> Vec<&'r Vec<usize>> {
         // Sort the complete units: committed by this run before, touched by another writer,
         // or still to commit.
         let mut pending: Vec<&Vec<usize>> = Vec::new();
-        for unit in &ready {
+        for unit in ready {
             if done.contains(&unit[0]) {
                 continue;
             }
-            let paths: Vec<&str> = candidates[&unit[0]]
+            let paths: Vec<&str> = self.candidates[&unit[0]]
                 .input_files
                 .iter()
-                .map(|&i| order.files[i].add.path.as_str())
+                .map(|&i| self.order.files[i].add.path.as_str())
                 .collect();
             if paths.iter().any(|p| scan.own_removed.contains(*p)) {
                 outcome.bins_already_committed.extend(unit.iter().copied());
@@ -375,46 +536,68 @@ pub async fn commit(
                 pending.push(unit);
             }
         }
-        if let Some((version, reason)) = scan.schema_change
-            && !pending.is_empty()
+        pending
+    }
+
+    /// The error that stops the step when another writer changed the table's metadata or
+    /// protocol (`reason`, at `version`) while the units `pending` wait: deletes their files
+    /// and those of settled bins not committed ([`clean_up`]), and returns
+    /// [`Error::CommitStopped`], or the error of the clean-up if it fails.
+    async fn stopped(
+        &self,
+        pending: &[&Vec<usize>],
+        version: u64,
+        reason: &str,
+        scan: &LogScan,
+        outcome: &CommitOutcome,
+    ) -> Error {
+        let waiting: Vec<usize> = pending.iter().flat_map(|u| u.iter().copied()).collect();
+        let deleted = match clean_up(
+            self.store,
+            self.order,
+            self.candidates,
+            outcome,
+            scan,
+            &waiting,
+        )
+        .await
         {
-            let waiting: Vec<usize> = pending.iter().flat_map(|u| u.iter().copied()).collect();
-            let deleted = clean_up(&store, order, &candidates, &outcome, &scan, &waiting).await?;
-            return Err(Error::CommitStopped {
-                table: table.display_location(),
-                version,
-                reason: format!(
-                    "{reason} after the plan's version {}: {} bins of run {run_id} were committed before it (they stay), the other {} were not and never will be under this plan ({deleted} files deleted)",
-                    table.version,
-                    outcome.bins_committed.len() + outcome.bins_already_committed.len(),
-                    waiting.len()
-                ),
-            });
-        }
-        let Some(batch) = next_batch(&pending, options.batch_bins) else {
-            break;
+            Ok(deleted) => deleted,
+            Err(e) => return e,
         };
-        // 3. The batch's results, confirmed by storage.
-        for id in &batch {
-            if !chosen.contains_key(id) {
-                let result = choose_result(&store, &candidates[id].results, &table).await?;
-                chosen.insert(*id, result);
-            }
+        Error::CommitStopped {
+            table: self.table.display_location(),
+            version,
+            reason: format!(
+                "{reason} after the plan's version {}: {} bins of run {} were committed before it (they stay), the other {} were not and never will be under this plan ({deleted} files deleted)",
+                self.table.version,
+                outcome.bins_committed.len() + outcome.bins_already_committed.len(),
+                self.run_id,
+                waiting.len()
+            ),
         }
-        check_unit_rows(&table, order, &batch, &chosen, &candidates).await?;
-        // 4. One commit: a view at the last version read, with the row ID mark it left.
-        let mut view = table.clone();
-        view.version = scan.next_version - 1;
-        if let (Some(tracking), Some(mark)) = (view.row_tracking.as_mut(), scan.high_water_mark) {
-            tracking.high_water_mark = Some(mark);
-        }
+    }
+
+    /// The bins of `batch` as committed with their `chosen` results, and the actions that
+    /// commit them on `view`: the rewrite's ([`commit::actions`]) with the run's `txn`
+    /// (numbered after the last batch `scan` found) second.
+    ///
+    /// # Errors
+    /// The errors of [`commit::actions`].
+    fn batch_actions(
+        &self,
+        view: &TableView,
+        batch: &[usize],
+        chosen: &BTreeMap<usize, BinResult>,
+        scan: &LogScan,
+    ) -> Result<(Vec<BinOutcome>, Vec<Action>)> {
         let outcomes: Vec<BinOutcome> = batch
             .iter()
             .map(|id| {
                 let result = &chosen[id];
                 BinOutcome {
                     bin_id: *id,
-                    input_files: candidates[id].input_files.clone(),
+                    input_files: self.candidates[id].input_files.clone(),
                     rows: result.rows,
                     spilled: result.spilled,
                     written: result.files.clone(),
@@ -422,81 +605,52 @@ pub async fn commit(
                 }
             })
             .collect();
-        let mut actions = commit::actions(&view, &order.plan, &outcomes)?;
+        let mut actions = commit::actions(view, &self.order.plan, &outcomes)?;
         let batch_number = scan.last_batch.map_or(0, |b| b + 1);
         actions.insert(
             1,
             Action::Txn(Transaction::new_with_last_update(
-                &run_id,
+                self.run_id,
                 batch_number,
                 Some(chrono::Utc::now().timestamp_millis()),
             )),
         );
-        match commit::commit(&view, &actions).await {
-            Ok(version) => {
-                done.extend(batch.iter().copied());
-                outcome.versions.push(version);
-                outcome.bins_committed.extend(batch.iter().copied());
-                let mut removed = HashSet::new();
-                for o in &outcomes {
-                    for &i in o.input_files.iter().filter(|&&i| removed.insert(i)) {
-                        outcome.files_removed += 1;
-                        outcome.bytes_removed +=
-                            u64::try_from(order.files[i].add.size).unwrap_or(0);
-                    }
-                    outcome.files_added += o.written.len() as u64;
-                    outcome.bytes_added += o.written.iter().map(|w| w.size_bytes).sum::<u64>();
-                    outcome.rows += o.rows;
-                }
-                if let Err(e) = commit::write_checkpoint_if_due(&view, version).await {
-                    log::warn!("version {version} is committed, but its checkpoint failed: {e}");
-                }
-                races = 0;
-            }
-            // Another writer touched a file of the batch, or took the versions: read what it
-            // did and try again (without the bins it touched). Only tries that drop no bin
-            // count against the limit.
-            Err(Error::ConcurrentModification {
-                winning_version,
-                reason,
-                ..
-            }) => {
-                let dropped = outcome.bins_dropped.len();
-                scan.advance(&table, &run_id).await?;
-                // Another writer touched a file of the batch, or another commit step of this
-                // very run committed it: either way the next round settles those bins.
-                let touched = batch.iter().any(|id| {
-                    candidates[id].input_files.iter().any(|&i| {
-                        let path = &order.files[i].add.path;
-                        scan.touched.contains_key(path) || scan.own_removed.contains(path)
-                    })
-                });
-                if !touched && scan.schema_change.is_none() && dropped == outcome.bins_dropped.len()
-                {
-                    races += 1;
-                    if races >= MAX_BATCH_ATTEMPTS {
-                        return Err(Error::CommitStopped {
-                            table: table.display_location(),
-                            version: winning_version,
-                            reason: format!(
-                                "{reason}; {} bins of run {run_id} were committed before (they stay), the others were not: their files are kept, run commit again",
-                                outcome.bins_committed.len() + outcome.bins_already_committed.len()
-                            ),
-                        });
-                    }
-                }
-                continue;
-            }
-            Err(e) => return Err(e),
-        }
-        scan.advance(&table, &run_id).await?;
+        Ok((outcomes, actions))
     }
-    // 5. Files of the run no commit refers to: dropped bins, superseded results, and files of
-    // failed attempts of settled bins found in their directories.
-    outcome.files_deleted = clean_up(&store, order, &candidates, &outcome, &scan, &[]).await?;
-    outcome.bins_committed.sort_unstable();
-    outcome.bins_already_committed.sort_unstable();
-    Ok(outcome)
+
+    /// Records in `outcome` the commit of `batch` (its bins' `outcomes`) as `version`: the
+    /// bins, and the files, bytes and rows removed and added (each input file once).
+    fn record_commit(
+        &self,
+        outcome: &mut CommitOutcome,
+        batch: &[usize],
+        outcomes: &[BinOutcome],
+        version: u64,
+    ) {
+        outcome.versions.push(version);
+        outcome.bins_committed.extend(batch.iter().copied());
+        let mut removed = HashSet::new();
+        for o in outcomes {
+            for &i in o.input_files.iter().filter(|&&i| removed.insert(i)) {
+                outcome.files_removed += 1;
+                outcome.bytes_removed += u64::try_from(self.order.files[i].add.size).unwrap_or(0);
+            }
+            outcome.files_added += o.written.len() as u64;
+            outcome.bytes_added += o.written.iter().map(|w| w.size_bytes).sum::<u64>();
+            outcome.rows += o.rows;
+        }
+    }
+
+    /// Whether an input file of a bin of `batch` was removed or re-added by another writer,
+    /// or removed by a commit of this run, by `scan`.
+    fn touched(&self, batch: &[usize], scan: &LogScan) -> bool {
+        batch.iter().any(|id| {
+            self.candidates[id].input_files.iter().any(|&i| {
+                let path = &self.order.files[i].add.path;
+                scan.touched.contains_key(path) || scan.own_removed.contains(path)
+            })
+        })
+    }
 }
 
 /// Checks the order's input files against the table at the plan's version: no file is the
