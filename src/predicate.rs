@@ -26,7 +26,7 @@ use std::fmt;
 use deltalake::kernel::DataType;
 
 use crate::error::{Error, Result};
-pub use crate::value::{Typed, normalize_float, parse_typed};
+use crate::value::{Typed, parse_typed};
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::table::{DataFile, LeafColumn, TableView};
 use crate::workload::Workload;
 
-pub use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
+use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
 
 /// The `clusteringProvider` delta-layout writes on tables with the `clustering` feature.
 pub const CLUSTERING_PROVIDER: &str = "delta-layout";

@@ -936,7 +936,7 @@ impl Packer<'_> {
                 || f.deleted_ratio() > options.max_deleted_ratio
         };
         let clustered = |f: &crate::table::DataFile| {
-            !options.include_clustered && f.tags.contains_key(cluster::TAG_CUBE_ID)
+            !options.include_clustered && f.tags.contains_key(crate::curve::TAG_CUBE_ID)
         };
         let candidates: Vec<(usize, u64)> = indices
             .iter()

@@ -149,8 +149,6 @@ impl Codec {
 /// group is encoded, so this bounds a writer's buffer.
 pub const MAX_ROW_GROUP_BYTES: u64 = 16 << 20;
 
-pub use crate::plan::directory::{NULL_PARTITION_DIR_VALUE, escape_path_name, partition_directory};
-
 /// One file written by a bin.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WrittenFile {
@@ -704,6 +702,7 @@ impl RollingWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::directory::partition_directory;
     use deltalake::arrow::array::{Int64Array, StringArray};
     use deltalake::arrow::datatypes::{DataType, Field, Schema};
     use deltalake::kernel::{DataType as DeltaType, PrimitiveType};
