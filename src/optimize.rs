@@ -406,7 +406,7 @@ pub async fn rewrite(
     Ok(rewritten)
 }
 
-/// The most compaction rounds after the first ([`compact_again`]).
+/// The most compaction rounds after the first (`compact_again`).
 pub const MAX_COMPACTION_ROUNDS: usize = 4;
 
 /// Where a file of a later round's view comes from.

@@ -6,7 +6,7 @@
 //!  (commitInfo of  ──>  (a sample of the  ──>  (pure)       ──>  (a row sample of
 //!   earlier runs)        candidates)                              each partition)
 //! ```
-//! [`plan_sized`] is shared by `optimize` ([`crate::optimize`]), the work orders' `plan`
+//! `plan_sized` is shared by `optimize` ([`crate::optimize`]), the work orders' `plan`
 //! ([`crate::workorder::plan`]) and `sweep`'s estimates: every plan that is executed was
 //! prepared here, so its bins and ranges are sized by the measured output ratio and its cut
 //! trees are built or read back the same way.

@@ -418,7 +418,7 @@ pub struct PartitionPlan {
     pub bins: Vec<Bin>,
     /// With a cut tree ([`cluster::Clustering::is_cuts`]): the tree the partition's rows are
     /// routed through, an earlier run's or one built for this run
-    /// ([`crate::prepare::plan_sized`] builds the missing ones from a sample of the rows).
+    /// (`plan_sized` builds the missing ones from a sample of the rows).
     /// Left out of the JSON when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_tree: Option<cuts::CutTree>,

@@ -22,7 +22,7 @@
 //! (`--memory-limit`). A partition that does not fit is clustered out of core: step 1 only
 //! samples, step 4 reads the files again and appends each row to its range's spill file
 //! (Arrow IPC, in a temporary directory removed on success and failure; more pieces than
-//! 64 are routed in passes, at most 64 files open at once: [`spill::SpillFiles::finish`]),
+//! 64 are routed in passes, at most 64 files open at once: `finish`),
 //! and step 5 loads as
 //! many ranges at a time as the budget holds (at least one), each range's rows held once and
 //! gathered in sorted order in chunks, as in memory; there the budget also counts each

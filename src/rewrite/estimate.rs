@@ -11,13 +11,13 @@
 //! and together at most [`SAMPLE_BYTES`] (or the smallest one alone when every file is
 //! larger, up to [`MAX_SAMPLE_FILE_BYTES`]), are read ([`SAMPLE_CONCURRENCY`] at a time) (live rows, in the table's physical
 //! schema, as a rewrite reads them) and written into in-memory Parquet files with the
-//! run's writer properties ([`super::write::writer_properties`]): first as they are, which
+//! run's writer properties (`writer_properties`): first as they are, which
 //! measures the columns to write without a dictionary ([`plain_columns`]), then without those
 //! dictionaries and, for a clustering run, in the curve's order (sorted rows compress better
 //! than the input order: about 5% on TPC-H lineitem). The ratio is that file's data bytes
 //! (its footer left out: a written file has one footer however many inputs it replaces) over
 //! the sample's live input bytes (file sizes less their deletion vectors' share, as the plan
-//! counts them) ([`measure_output`]). The rolling writer corrects what is left from the
+//! counts them) (`measure_output`). The rolling writer corrects what is left from the
 //! bytes per row it actually writes ([`super::write`]).
 
 use std::sync::atomic::AtomicBool;

@@ -169,7 +169,7 @@ fn is_upload_staging(name: &str) -> bool {
         && n.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Removes the upload staging files of data files (see [`is_upload_staging`]) older than
+/// Removes the upload staging files of data files (see `is_upload_staging`) older than
 /// `max_age` from the local table at `root` and its partition directories (every directory
 /// but `_delta_log` and names starting with `_` or `.`; links are not followed). A staging
 /// file that old belongs to a dead run: a live upload writes to its file with every part.

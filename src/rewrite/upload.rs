@@ -1,7 +1,7 @@
 //! Uploading a data file while it is written, so that a writer holds a few parts of its file,
 //! not the whole file.
 //!
-//! [`FileUpload`] is the [`std::io::Write`] the Parquet writer writes a file into. A file of
+//! `FileUpload` is the [`std::io::Write`] the Parquet writer writes a file into. A file of
 //! at most one part ([`UPLOAD_PART_BYTES`]) is stored when it closes, with one `put` that never
 //! replaces an existing object (`PutMode::Create`). A larger file becomes a multipart upload
 //! as soon as its first part is full (`ObjectStore::put_multipart`: S3's multipart upload,

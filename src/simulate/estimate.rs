@@ -6,7 +6,7 @@
 //! build makes it (the same planner, the output ratio measured once), and each bin's rows
 //! are put in the order its rewrite writes them: in file order for compaction, and for a
 //! curve through the clustering stage's own reservoirs, buckets, range boundaries, sort and
-//! tie-break ([`crate::rewrite::cluster::ordered_ranges`]). Each range (a compaction bin is
+//! tie-break (`ordered_ranges`). Each range (a compaction bin is
 //! one range) is cut into files as the rolling writer cuts it ([`crate::plan::output_files`]
 //! over the range's expected bytes), and each file's stats are collected by the writer's
 //! [`StatsCollector`] over its rows. Those files, with their stats, and the files the plan

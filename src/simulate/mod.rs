@@ -156,7 +156,7 @@ pub(crate) fn layout_plan(
     Ok(plan)
 }
 
-/// Layouts planned and estimated at once by [`estimate_layouts`], at most: 4, and no more
+/// Layouts planned and estimated at once by `estimate_layouts`, at most: 4, and no more
 /// than the cores. Each plan and estimate is mostly one thread's work (a sample's encoding,
 /// a sort of the rows), so a few at once keep the cores busy; each holds its own sort of the
 /// sample, so memory grows with them.

@@ -730,7 +730,7 @@ fn checked_key(order: &WorkOrder) -> String {
 }
 
 /// How many times this process loaded the table's snapshot at `order`'s version to check its
-/// input files ([`commit`]): 1 after any number of commit steps of one order (the batches of
+/// input files ([`fn@commit`]): 1 after any number of commit steps of one order (the batches of
 /// a Spark driver), 0 before the first.
 #[must_use]
 pub fn snapshot_loads(order: &WorkOrder) -> u64 {
