@@ -395,8 +395,8 @@ mod tests {
             commit_info(commit).unwrap(),
             Some(json!({"operation": "OPTIMIZE"}))
         );
-        assert_eq!(commit_info(b"{\"add\":{}}\n").unwrap(), None);
-        let error = commit_info(b"{\"add\":{}}\nnot json\n").unwrap_err();
+        assert_eq!(commit_info(b"{\"add\":{\"path\":\"a\"}}\n").unwrap(), None);
+        let error = commit_info(b"{\"add\":{\"path\":\"a\"}}\nnot json\n").unwrap_err();
         assert!(
             error.starts_with("has a line that is not JSON (line 2"),
             "{error}"

@@ -34,7 +34,7 @@
 //!  ───────────────────────────────────────────────────────────────────────────────────────────
 //!  jobs                     history, vacuum, workorder, optimize, sweep, recommend
 //!  run preparation,         prepare (the run's options, output ratio, recorded and new cut trees),
-//!  commits, simulation      commit (put-if-absent, retries; commit::conflict: the one conflict
+//!  commits, simulation      commit (put-if-absent, retries; commit/conflict.rs: the one conflict
 //!                           checker), simulate (a layout's files and stats without Parquet),
 //!                           verify (row fingerprints)
 //!  measurement, CPU stage   inspect, report (report::score: the one scorer), progress, rewrite

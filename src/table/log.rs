@@ -75,6 +75,12 @@ impl CommitEntry {
             }
             let mut action: Value = serde_json::from_slice(line)
                 .map_err(|e| format!("has a line that is not JSON (line {}: {e})", i + 1))?;
+            check_action(&action).map_err(|why| {
+                format!(
+                    "has a line that is not a Delta action (line {}: {why})",
+                    i + 1
+                )
+            })?;
             entry.take(&mut action);
         }
         Ok(entry)
@@ -138,6 +144,23 @@ impl CommitEntry {
     pub fn commit_info_field(&self, key: &str) -> Option<&Value> {
         self.commit_info.as_ref().and_then(|info| info.get(key))
     }
+}
+
+/// Refuses a line that no Delta reader could load, where a rewrite would otherwise commit on
+/// top of it: an action that is not a JSON object, and an `add` or `remove` that is not an
+/// object with a string `path` (PROTOCOL.md "Add File and Remove File": `path` is required).
+fn check_action(action: &Value) -> std::result::Result<(), &'static str> {
+    let Some(object) = action.as_object() else {
+        return Err("not a JSON object");
+    };
+    for key in ["add", "remove"] {
+        if let Some(file) = object.get(key)
+            && !file.get("path").is_some_and(Value::is_string)
+        {
+            return Err("an add or remove without a string path");
+        }
+    }
+    Ok(())
 }
 
 /// The log file of commit `version`, relative to the table root.
@@ -207,15 +230,29 @@ mod tests {
     #[test]
     fn names_the_line_that_is_not_json() {
         assert_eq!(
-            CommitEntry::parse(0, b"{\"add\":{}}\n")
+            CommitEntry::parse(0, b"{\"add\":{\"path\":\"a\"}}\n")
                 .unwrap()
                 .commit_info,
             None
         );
-        let error = CommitEntry::parse(0, b"{\"add\":{}}\nnot json\n").unwrap_err();
+        let error = CommitEntry::parse(0, b"{\"add\":{\"path\":\"a\"}}\nnot json\n").unwrap_err();
         assert!(
             error.starts_with("has a line that is not JSON (line 2"),
             "{error}"
         );
+        // JSON that no Delta reader could load is refused too, never committed on top of.
+        let bad: [&[u8]; 4] = [
+            b"[1]",
+            b"{\"remove\":5}",
+            b"{\"add\":{\"path\":5}}",
+            b"{\"remove\":{\"dataChange\":true}}",
+        ];
+        for line in bad {
+            let error = CommitEntry::parse(0, line).unwrap_err();
+            assert!(
+                error.starts_with("has a line that is not a Delta action (line 1"),
+                "{error}"
+            );
+        }
     }
 }

@@ -110,6 +110,38 @@ fn concurrent_remove_of_an_input_aborts_and_cleans_up() {
     assert_eq!(fixture.log_versions().last(), Some(&(read_version + 1)));
 }
 
+/// A winning commit that is JSON but no Delta reader could load (a remove without a path)
+/// stops the commit: nothing is committed on top of it, and the error names its file.
+#[test]
+fn concurrent_commit_that_is_not_a_delta_action_stops_the_commit() {
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let location = fixture.location();
+    let table = load(&location);
+    let read_version = table.version;
+    let rt = runtime();
+    let rewritten = rt
+        .block_on(rewrite(
+            table,
+            &OptimizeOptions::default(),
+            Arc::new(NoProgress),
+        ))
+        .unwrap();
+    fixture.write_commit(
+        read_version + 1,
+        &[
+            json!({"commitInfo": {"operation": "DELETE"}}),
+            json!({"remove": {"dataChange": true}}),
+        ],
+    );
+    let err = rt.block_on(rewritten.commit()).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("{:020}.json", read_version + 1))
+            && err.contains("not a Delta action (line 2"),
+        "{err}"
+    );
+    assert_eq!(fixture.log_versions().last(), Some(&(read_version + 1)));
+}
+
 /// Sets the cancel flag once the first bin has written its files, as Ctrl-C would.
 struct CancelAfterFirstBin(Arc<std::sync::atomic::AtomicBool>);
 
