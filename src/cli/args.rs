@@ -472,10 +472,13 @@ pub struct PlanningArgs {
         help_heading = "Curve"
     )]
     pub workload: Option<std::path::PathBuf>,
-    /// Cubes of clustered files this large are sealed and left alone (units as sizes).
+    /// Cubes of clustered files this large are sealed: re-runs never merge them (units as
+    /// sizes).
     ///
-    /// A re-run clusters only new files together with cubes below this size. Defaults to
-    /// 100GiB, as Delta does.
+    /// A re-run clusters the new files (appended, or with deletion vectors) into a new cube
+    /// and merges the existing cubes size-tiered, smallest first: a cube no larger than what
+    /// merges before it is merged, a larger one kept, so a small append costs about its own
+    /// size. Defaults to 100GiB, as Delta does.
     #[arg(long, value_name = "SIZE", help_heading = "Curve")]
     pub cube_size: Option<String>,
     /// With a curve: recluster every file of the selected partitions, sealed cubes included.

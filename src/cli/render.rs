@@ -779,6 +779,26 @@ pub fn target_source(source: crate::plan::TargetSource) -> &'static str {
     }
 }
 
+/// How a run keeps a partition's layout up to date, in words (`optimize --dry-run`).
+pub fn upkeep(u: &crate::plan::cluster::Upkeep) -> String {
+    use crate::plan::cluster::CubeFate;
+    let fate = |f: CubeFate, word: &str| {
+        let (n, bytes) = u.count(f);
+        format!("{n} {word} ({})", format_size(bytes))
+    };
+    format!(
+        "incremental: {} new ({}); cubes {}, {} (larger than what merges before them), {} (apart from the new rows' range), {} (--cube-size); rewrites {} for {} new",
+        count(u.new_files as u64, "file"),
+        format_size(u.new_bytes),
+        fate(CubeFate::Merged, "merged"),
+        fate(CubeFate::Kept, "kept"),
+        fate(CubeFate::Apart, "apart"),
+        fate(CubeFate::Sealed, "sealed"),
+        format_size(u.new_bytes + u.merged_bytes()),
+        format_size(u.new_bytes)
+    )
+}
+
 /// Why a plan is empty.
 pub fn nothing_to_do(plan: &crate::plan::Plan) -> String {
     if let Some(files) = &plan.predicate_files
@@ -882,6 +902,9 @@ pub fn plan(out: &mut impl Write, plan: &crate::plan::Plan) -> io::Result<()> {
             count(outputs, "output file"),
             format_size(output_bytes)
         )?;
+        if let Some(u) = &partition.upkeep {
+            writeln!(out, "    {}", upkeep(u))?;
+        }
     }
     writeln!(
         out,

@@ -1,19 +1,35 @@
 //! Planning a clustering run (`--zorder` / `--hilbert`): which columns, and which partitions
 //! are already clustered.
 //!
-//! # Cubes (incremental clustering, as Delta Spark's Z-cubes)
+//! # Cubes: keeping a layout up to date at the cost of what changed
 //! Every file a clustering run writes carries three tags: `ZCUBE_ID`, one id per clustered
 //! set of rows (a partition's run), `ZCUBE_ZORDER_BY`, the JSON list of the clustering
-//! columns, and `ZCUBE_ZORDER_CURVE`, `zorder` or `hilbert`. In each partition:
-//! 1. files of cubes with the same columns and curve (and no deletion vector) are *clustered*;
-//!    every other file (new data, another curve or other columns, a deletion vector) is
+//! columns, and `ZCUBE_ZORDER_CURVE`, `zorder`, `hilbert` or `cuts`. In each partition:
+//! 1. files of cubes with the same columns and layout (and no deletion vector; for a cut
+//!    tree, also of the partition's tree) are *clustered*; every other file (new data,
+//!    another curve or other columns, a deletion vector, a tag this policy does not know) is
 //!    *new*;
-//! 2. a cube whose files add up to the cube size (default [`DEFAULT_CUBE_BYTES`], 100 GiB,
-//!    as in Delta Spark) is *sealed*;
-//! 3. without new files the partition is left alone, so a second run is a no-op; otherwise the
-//!    new files and the files of unsealed cubes are clustered together into a new cube, and
-//!    sealed cubes stay as they are;
+//! 2. without new files the partition is left alone, so a second run is a no-op;
+//! 3. otherwise the run's rows are the new files, then the cubes merged smallest first
+//!    (size-tiered, as a log-structured merge tree's levels): a cube is merged when its bytes
+//!    are at most the bytes merged before it (the new files' and the smaller cubes'), and
+//!    kept as it is when larger; a cube of at least the cube size (default
+//!    [`DEFAULT_CUBE_BYTES`], 100 GiB, as in Delta Spark) is *sealed* and never merged; a
+//!    cube of at least half the target file size whose box (the min/max stats of its files
+//!    on the clustering columns) lies apart from the box of the rows merged before it, on
+//!    some column (new dates after old ones), is kept too: merging it would tighten no file;
 //! 4. `--full` clusters every file of the partition.
+//!
+//! So after an append the run writes the new rows as a small cube (a few files, each over
+//! the whole key range of the new rows), and cubes of about equal size merge unless they lie
+//! apart (appends of new dates are written once): every byte is
+//! rewritten about `log2(table / append)` times over a table's life, instead of the whole
+//! table at every run, and a partition holds at most about `log2(table / append)` cubes, each
+//! adding about one file to what a query opens (measured: BENCHMARKS.md, "Incremental
+//! clustering"). Delta Spark merges every cube below the cube size with the new files
+//! (`OPTIMIZE ZORDER BY`'s ZCubes), which rewrites the whole of any partition under 100 GiB
+//! after every append (delta-io/delta#4304); the tiers follow Apache Paimon's and
+//! RocksDB's universal compaction (merge runs of similar size).
 //!
 //! # Tables that declare clustering columns
 //! On a table with the `clustering` feature (its `delta.clustering` domain) or the older
@@ -29,9 +45,14 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::cuts::CutTree;
+use std::cmp::Ordering;
+
+use crate::bound::ColumnRef;
 use crate::curve::{Curve, MAX_DIMENSIONS};
 use crate::error::{Error, Result};
+use crate::pruning::{DEFAULT_STRING_PREFIX_LENGTH, FileBounds};
 use crate::table::{DataFile, LeafColumn, TableView};
+use crate::value::Typed;
 use crate::workload::Workload;
 
 use crate::curve::{TAG_CUBE_COLUMNS, TAG_CUBE_CURVE, TAG_CUBE_ID};
@@ -182,6 +203,192 @@ pub struct Selected {
     /// The cut tree to route the rows through (an earlier run's); `None`: a curve, or a new
     /// tree to build.
     pub tree: Option<CutTree>,
+    /// Why these files: the new files and each cube's fate; `None` for `--full` or a
+    /// partition laid out anew (no cube of this layout).
+    pub upkeep: Option<Upkeep>,
+}
+
+/// What became of one cube of a partition in a run ([`Upkeep::cubes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CubeFate {
+    /// Clustered again with the new files: its bytes are at most those merged before it.
+    Merged,
+    /// Left as it is: larger than the bytes merged before it, so merging would rewrite more
+    /// than the change.
+    Kept,
+    /// Left as it is: at least the cube size (`--cube-size`).
+    Sealed,
+    /// Left as it is: its rows lie apart from the rows merged (the ranges of a clustering
+    /// column do not meet, as new dates after old ones) and it is at least half the target
+    /// file size, so merging would rewrite it without tightening any file.
+    Apart,
+}
+
+/// One cube of a partition in a run: its `ZCUBE_ID`, size and fate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CubeUpkeep {
+    /// The cube's `ZCUBE_ID`.
+    pub cube: String,
+    /// Its files.
+    pub files: usize,
+    /// Its bytes (the files' `size` in the log).
+    pub bytes: u64,
+    /// Merged, kept or sealed.
+    pub fate: CubeFate,
+}
+
+/// How a run maintains the layout of one partition that already has one (module docs,
+/// "Cubes"): the new files it clusters and what it does with each cube, smallest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Upkeep {
+    /// Files not in a cube of this layout (appended, with a deletion vector, of another
+    /// layout or writer).
+    pub new_files: usize,
+    /// Their bytes.
+    pub new_bytes: u64,
+    /// The partition's cubes of this layout, smallest first.
+    pub cubes: Vec<CubeUpkeep>,
+}
+
+impl Upkeep {
+    /// Bytes of the cubes merged: what the run rewrites beyond the new files.
+    #[must_use]
+    pub fn merged_bytes(&self) -> u64 {
+        self.cubes
+            .iter()
+            .filter(|c| c.fate == CubeFate::Merged)
+            .map(|c| c.bytes)
+            .sum()
+    }
+
+    /// The cubes with fate `fate`: how many, and their bytes.
+    #[must_use]
+    pub fn count(&self, fate: CubeFate) -> (usize, u64) {
+        self.cubes
+            .iter()
+            .filter(|c| c.fate == fate)
+            .fold((0, 0), |(n, b), c| (n + 1, b + c.bytes))
+    }
+}
+
+/// Files of one partition gathered for the tiered merge ([`tiered`]): their indices into the
+/// table's files, bytes and box.
+#[derive(Debug, Clone, Default)]
+struct Group {
+    files: Vec<usize>,
+    bytes: u64,
+    bounds: BoxBounds,
+}
+
+impl Group {
+    fn add(&mut self, index: usize, bytes: u64, bounds: &BoxBounds) {
+        if self.files.is_empty() {
+            self.bounds = bounds.clone();
+        } else {
+            self.bounds.extend(bounds);
+        }
+        self.files.push(index);
+        self.bytes += bytes;
+    }
+}
+
+/// The box of a set of files on the clustering columns, from their min/max stats: per column
+/// the lowest min and highest max, `None` where a file lacks a bound (or its max is a cut-off
+/// string prefix).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct BoxBounds(Vec<Option<(Typed, Typed)>>);
+
+impl BoxBounds {
+    /// The box of one file on `columns`.
+    fn of(file: &DataFile, columns: &[ColumnRef]) -> Self {
+        Self(
+            columns
+                .iter()
+                .map(|column| {
+                    let b = FileBounds::of(column, file, DEFAULT_STRING_PREFIX_LENGTH);
+                    Some((b.min?, b.max.filter(|_| !b.max_is_prefix)?))
+                })
+                .collect(),
+        )
+    }
+
+    /// Grows this box to hold `other`.
+    fn extend(&mut self, other: &Self) {
+        for (mine, theirs) in self.0.iter_mut().zip(&other.0) {
+            *mine = match (mine.take(), theirs) {
+                (Some((lo, hi)), Some((olo, ohi))) => {
+                    let lo = if olo.compare(&lo) == Some(Ordering::Less) {
+                        olo.clone()
+                    } else {
+                        lo
+                    };
+                    let hi = if ohi.compare(&hi) == Some(Ordering::Greater) {
+                        ohi.clone()
+                    } else {
+                        hi
+                    };
+                    Some((lo, hi))
+                }
+                _ => None,
+            };
+        }
+    }
+
+    /// Whether the boxes are apart: on some column both are known and do not meet.
+    fn apart(&self, other: &Self) -> bool {
+        self.0.iter().zip(&other.0).any(|(a, b)| match (a, b) {
+            (Some((alo, ahi)), Some((blo, bhi))) => {
+                ahi.compare(blo) == Some(Ordering::Less) || bhi.compare(alo) == Some(Ordering::Less)
+            }
+            _ => false,
+        })
+    }
+}
+
+/// The tiered merge of module docs step 3: of the `cubes` of a partition with new files
+/// `new`, the files to cluster (ascending) and the upkeep that says why. Cubes of at least
+/// `sealed_bytes` are sealed; a cube apart from the rows merged before it and of at least
+/// `apart_bytes` is kept ([`CubeFate::Apart`]).
+fn tiered(
+    new: Group,
+    cubes: BTreeMap<String, Group>,
+    sealed_bytes: u64,
+    apart_bytes: u64,
+) -> (Vec<usize>, Upkeep) {
+    let mut cubes: Vec<(String, Group)> = cubes.into_iter().collect();
+    cubes.sort_by(|a, b| (a.1.bytes, &a.0).cmp(&(b.1.bytes, &b.0)));
+    let mut upkeep = Upkeep {
+        new_files: new.files.len(),
+        new_bytes: new.bytes,
+        cubes: Vec::new(),
+    };
+    let mut merged = new;
+    for (cube, group) in cubes {
+        let bytes = group.bytes;
+        let fate = if bytes >= sealed_bytes {
+            CubeFate::Sealed
+        } else if bytes > merged.bytes {
+            CubeFate::Kept
+        } else if bytes >= apart_bytes && group.bounds.apart(&merged.bounds) {
+            CubeFate::Apart
+        } else {
+            merged.bytes += bytes;
+            merged.bounds.extend(&group.bounds);
+            merged.files.extend(&group.files);
+            CubeFate::Merged
+        };
+        let files = group.files;
+        upkeep.cubes.push(CubeUpkeep {
+            cube,
+            files: files.len(),
+            bytes,
+            fate,
+        });
+    }
+    let mut selected = merged.files;
+    selected.sort_unstable();
+    (selected, upkeep)
 }
 
 impl Clustering {
@@ -208,26 +415,18 @@ impl Clustering {
     ///    workload that laid out the most bytes of it (files tagged [`super::cuts::TAG_CUT_TREE`],
     ///    without a deletion vector);
     /// 3. without such a tree, or with `full`, every file is rewritten along a new tree;
-    /// 4. with one, and no other file, the partition is left alone (a second run does
-    ///    nothing); with other files (new rows), those and the tree's files smaller than
-    ///    `min_file_bytes` are routed through the same tree, so each leaf absorbs its new
-    ///    rows and its files stay within it.
+    /// 4. with one, the tree's files are its cubes (by `ZCUBE_ID`) and every other file is
+    ///    new: the cubes are merged with the new files as a curve's are (module docs, step 3;
+    ///    no new file: the partition is left alone), and the rows are routed through the same
+    ///    tree, so each leaf's new rows stay within its bounds.
     #[must_use]
-    pub fn select_cuts(&self, files: &[(usize, &DataFile)], min_file_bytes: u64) -> Selected {
-        let files: Vec<(usize, &DataFile)> = files
-            .iter()
-            .copied()
-            .filter(|(_, f)| {
-                self.provider.is_none()
-                    || f.clustering_provider.is_none()
-                    || f.clustering_provider == self.provider
-            })
-            .collect();
+    pub fn select_cuts(&self, files: &[(usize, &DataFile)], target_file_bytes: u64) -> Selected {
+        let files = self.own_files(files);
         let all = || files.iter().map(|(i, _)| *i).collect::<Vec<_>>();
         if self.full {
             return Selected {
                 files: all(),
-                tree: None,
+                ..Selected::default()
             };
         }
         let tree_of = |f: &DataFile| -> Option<&CutTree> {
@@ -251,23 +450,75 @@ impl Clustering {
         else {
             return Selected {
                 files: all(),
-                tree: None,
+                ..Selected::default()
             };
         };
-        let in_tree = |f: &DataFile| tree_of(f).is_some_and(|t| t.id == id);
-        if files.iter().all(|(_, f)| in_tree(f)) {
-            return Selected::default();
-        }
-        let mut selected: Vec<usize> = files
-            .iter()
-            .filter(|(_, f)| !in_tree(f) || f.size_bytes < min_file_bytes)
-            .map(|(i, _)| *i)
-            .collect();
-        selected.sort_unstable();
+        let cube_of = |f: &DataFile| {
+            tree_of(f)
+                .filter(|t| t.id == id)
+                .and_then(|_| f.tags.get(TAG_CUBE_ID).cloned().flatten())
+        };
+        let (files, upkeep) = self.merge(&files, target_file_bytes, cube_of);
         Selected {
-            files: selected,
-            tree: self.known_trees.get(id).cloned(),
+            tree: (!files.is_empty())
+                .then(|| self.known_trees.get(id).cloned())
+                .flatten(),
+            files,
+            upkeep,
         }
+    }
+
+    /// `files` less those of other clustering providers (PROTOCOL.md "Clustered Table").
+    fn own_files<'a>(&self, files: &[(usize, &'a DataFile)]) -> Vec<(usize, &'a DataFile)> {
+        files
+            .iter()
+            .copied()
+            .filter(|(_, f)| {
+                self.provider.is_none()
+                    || f.clustering_provider.is_none()
+                    || f.clustering_provider == self.provider
+            })
+            .collect()
+    }
+
+    /// The files of a partition to cluster and why, `cube_of` naming the cube a file belongs
+    /// to (`None`: a new file): nothing without new files, else [`tiered`]'s merge. The
+    /// upkeep is `None` when there is no cube (the partition is laid out anew).
+    fn merge(
+        &self,
+        files: &[(usize, &DataFile)],
+        target_file_bytes: u64,
+        cube_of: impl Fn(&DataFile) -> Option<String>,
+    ) -> (Vec<usize>, Option<Upkeep>) {
+        let columns: Vec<ColumnRef> = self
+            .leaves
+            .iter()
+            .map(|leaf| ColumnRef {
+                name: leaf.display_name(),
+                logical: leaf.logical.clone(),
+                physical: leaf.physical.clone(),
+                data_type: leaf.data_type.clone(),
+                partition_index: None,
+            })
+            .collect();
+        let mut cubes: BTreeMap<String, Group> = BTreeMap::new();
+        let mut new = Group::default();
+        for &(index, file) in files {
+            let bounds = BoxBounds::of(file, &columns);
+            match cube_of(file) {
+                Some(id) => cubes
+                    .entry(id)
+                    .or_default()
+                    .add(index, file.size_bytes, &bounds),
+                None => new.add(index, file.size_bytes, &bounds),
+            }
+        }
+        if new.files.is_empty() {
+            return (Vec::new(), None);
+        }
+        let has_cubes = !cubes.is_empty();
+        let (selected, upkeep) = tiered(new, cubes, self.cube_bytes, target_file_bytes / 2);
+        (selected, has_cubes.then_some(upkeep))
     }
 
     /// The `ZCUBE_ZORDER_BY` value: the JSON list of the columns.
@@ -276,53 +527,31 @@ impl Clustering {
         serde_json::to_string(&self.columns).unwrap_or_default()
     }
 
-    /// The files of one partition (`(index, file)`) to cluster together, following the cube
-    /// rules in the module docs; empty when the partition is left alone.
+    /// The files of one partition (`(index, file)`) to cluster together and why, following
+    /// the cube rules in the module docs; no files when the partition is left alone.
     #[must_use]
-    pub fn select(&self, files: &[(usize, &DataFile)]) -> Vec<usize> {
+    pub fn select(&self, files: &[(usize, &DataFile)], target_file_bytes: u64) -> Selected {
+        let files = self.own_files(files);
+        if self.full {
+            return Selected {
+                files: files.iter().map(|(i, _)| *i).collect(),
+                ..Selected::default()
+            };
+        }
         let columns = self.columns_json();
         let tag = |f: &DataFile, key: &str| f.tags.get(key).cloned().flatten();
-        let mut cubes: std::collections::BTreeMap<String, (u64, Vec<usize>)> =
-            std::collections::BTreeMap::new();
-        let mut new_files = Vec::new();
-        let files: Vec<(usize, &DataFile)> = files
-            .iter()
-            .copied()
-            .filter(|(_, f)| {
-                self.provider.is_none()
-                    || f.clustering_provider.is_none()
-                    || f.clustering_provider == self.provider
-            })
-            .collect();
-        if self.full {
-            return files.iter().map(|(i, _)| *i).collect();
-        }
-        for &(index, file) in &files {
-            let cube = tag(file, TAG_CUBE_ID).filter(|_| {
+        let (files, upkeep) = self.merge(&files, target_file_bytes, |file| {
+            tag(file, TAG_CUBE_ID).filter(|_| {
                 file.deletion_vector.is_none()
                     && tag(file, TAG_CUBE_COLUMNS).as_deref() == Some(columns.as_str())
                     && tag(file, TAG_CUBE_CURVE).as_deref() == Some(self.layout_name())
-            });
-            match cube {
-                Some(id) => {
-                    let entry = cubes.entry(id).or_default();
-                    entry.0 += file.size_bytes;
-                    entry.1.push(index);
-                }
-                None => new_files.push(index),
-            }
+            })
+        });
+        Selected {
+            files,
+            tree: None,
+            upkeep,
         }
-        if new_files.is_empty() {
-            return Vec::new();
-        }
-        let mut selected = new_files;
-        for (bytes, members) in cubes.into_values() {
-            if bytes < self.cube_bytes {
-                selected.extend(members);
-            }
-        }
-        selected.sort_unstable();
-        selected
     }
 }
 
@@ -592,5 +821,92 @@ mod u64_strings {
             .iter()
             .map(|text| text.parse::<u64>().map_err(serde::de::Error::custom))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(files: Vec<usize>, bytes: u64) -> Group {
+        Group {
+            files,
+            bytes,
+            bounds: BoxBounds::default(),
+        }
+    }
+
+    /// Ten appends of 1% onto a cube of 100%: the cubes merge as a binary counter, so the
+    /// runs rewrite 23% of the table in all (2.3x what was appended) and a partition never
+    /// holds more than four cubes; the large cube is never merged.
+    #[test]
+    fn small_appends_merge_as_a_binary_counter() {
+        let mut cubes = BTreeMap::from([("base".to_string(), group(vec![0], 100))]);
+        let mut rewritten = Vec::new();
+        for round in 1..=10usize {
+            let (files, upkeep) = tiered(group(vec![round * 100], 1), cubes.clone(), u64::MAX, 0);
+            let merged: u64 = 1 + upkeep.merged_bytes();
+            rewritten.push(merged);
+            assert_eq!(upkeep.count(CubeFate::Kept).1 + merged, 100 + round as u64);
+            for c in upkeep.cubes.iter().filter(|c| c.fate == CubeFate::Merged) {
+                cubes.remove(&c.cube);
+            }
+            assert!(
+                !files.contains(&0),
+                "round {round}: the base cube was merged"
+            );
+            cubes.insert(format!("r{round}"), group(files, merged));
+            assert!(cubes.len() <= 4, "round {round}: {} cubes", cubes.len());
+        }
+        assert_eq!(rewritten, [1, 2, 1, 4, 1, 2, 1, 8, 1, 2]);
+    }
+
+    /// Sealed cubes are never merged, whatever the new bytes; cubes of equal size merge.
+    #[test]
+    fn sealed_cubes_stay_and_equal_cubes_merge() {
+        let cubes = BTreeMap::from([
+            ("a".to_string(), group(vec![1, 2], 10)),
+            ("b".to_string(), group(vec![3], 10)),
+            ("c".to_string(), group(vec![4], 50)),
+        ]);
+        let (files, upkeep) = tiered(group(vec![0], 10), cubes.clone(), 40, 0);
+        assert_eq!(files, [0, 1, 2, 3]);
+        let fates: Vec<CubeFate> = upkeep.cubes.iter().map(|c| c.fate).collect();
+        assert_eq!(
+            fates,
+            [CubeFate::Merged, CubeFate::Merged, CubeFate::Sealed]
+        );
+        let (files, _) = tiered(group(vec![0], 9), cubes, u64::MAX, 0);
+        assert_eq!(files, [0], "a cube larger than the new bytes stays");
+    }
+
+    /// A cube whose dates lie before the new rows' is kept when it is at least the apart
+    /// size, merged when smaller (a sliver) or when the boxes meet; unknown bounds meet.
+    #[test]
+    fn cubes_apart_from_the_new_rows_stay_unless_small() {
+        let day = |d: u32| Typed::Date(chrono::NaiveDate::from_ymd_opt(1999, 1, d).unwrap());
+        let boxed = |files: Vec<usize>, bytes: u64, lo: u32, hi: u32| Group {
+            bounds: BoxBounds(vec![Some((day(lo), day(hi)))]),
+            ..group(files, bytes)
+        };
+        let new = boxed(vec![0], 10, 20, 25);
+        let old = BTreeMap::from([("old".to_string(), boxed(vec![1], 10, 1, 19))]);
+        let (files, upkeep) = tiered(new.clone(), old.clone(), u64::MAX, 5);
+        assert_eq!(
+            (files.as_slice(), upkeep.cubes[0].fate),
+            ([0].as_slice(), CubeFate::Apart)
+        );
+        let (files, _) = tiered(new.clone(), old, u64::MAX, 11);
+        assert_eq!(files, [0, 1], "a cube below the apart size merges");
+        let meets = BTreeMap::from([("old".to_string(), boxed(vec![1], 10, 1, 20))]);
+        assert_eq!(tiered(new.clone(), meets, u64::MAX, 5).0, [0, 1]);
+        let unknown = BTreeMap::from([(
+            "old".to_string(),
+            Group {
+                bounds: BoxBounds(vec![None]),
+                ..group(vec![1], 10)
+            },
+        )]);
+        assert_eq!(tiered(new, unknown, u64::MAX, 5).0, [0, 1]);
     }
 }

@@ -422,6 +422,21 @@ pub struct PartitionPlan {
     /// Left out of the JSON when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_tree: Option<cuts::CutTree>,
+    /// With a clustering, when the partition already carries its layout: the new files and
+    /// what the run does with each cube ([`cluster::Upkeep`]); `None` for a compaction,
+    /// `--full`, or a partition laid out anew. Left out of the JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upkeep: Option<cluster::Upkeep>,
+}
+
+/// One partition's files packed into bins ([`Packer::pack`]).
+struct Packed {
+    /// The files of each bin (indices into [`TableView::files`]).
+    bins: Vec<Vec<usize>>,
+    /// With a cut tree: the tree of an earlier run the rows are routed through.
+    cut_tree: Option<cuts::CutTree>,
+    /// With a clustering: why these files ([`cluster::Upkeep`]).
+    upkeep: Option<cluster::Upkeep>,
 }
 
 /// What a run will rewrite. Produced by [`plan`], consumed by the rewrite stage.
@@ -751,7 +766,11 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
             continue;
         }
         num_partitions_selected += 1;
-        let (packed, cut_tree) = packer.pack(&indices, &mut clustered_files_left);
+        let Packed {
+            bins: packed,
+            cut_tree,
+            upkeep,
+        } = packer.pack(&indices, &mut clustered_files_left);
         let mut bins = Vec::new();
         for files in packed {
             if let Some(bin) = packer.bin(next_bin_id, files) {
@@ -767,6 +786,7 @@ pub fn plan(table: &TableView, options: &PlanOptions) -> Result<Plan> {
                 directory: directory::output_directory(table, &all_indices, raw_values),
                 bins,
                 cut_tree,
+                upkeep,
             });
         }
     }
@@ -892,32 +912,32 @@ impl Packer<'_> {
     /// The selected files `indices` (into [`TableView::files`]) of one partition, packed: the
     /// files of each bin, and with a cut tree layout the partition's tree. Counts in
     /// `clustered_files_left` the clustered files compaction leaves as they are.
-    fn pack(
-        &self,
-        indices: &[usize],
-        clustered_files_left: &mut usize,
-    ) -> (Vec<Vec<usize>>, Option<cuts::CutTree>) {
+    fn pack(&self, indices: &[usize], clustered_files_left: &mut usize) -> Packed {
         let table = self.table;
-        let mut cut_tree = None;
+        let (mut cut_tree, mut upkeep) = (None, None);
         let packed = if let Some(clustering) = self.clustering {
             let files: Vec<(usize, &crate::table::DataFile)> =
                 indices.iter().map(|&i| (i, &table.files[i])).collect();
             let selected = if clustering.is_cuts() {
-                let selected = clustering.select_cuts(&files, self.min_file_bytes);
-                cut_tree = selected.tree;
-                selected.files
+                clustering.select_cuts(&files, self.target_file_bytes)
             } else {
-                clustering.select(&files)
+                clustering.select(&files, self.target_file_bytes)
             };
-            if selected.is_empty() {
+            cut_tree = selected.tree;
+            upkeep = selected.upkeep;
+            if selected.files.is_empty() {
                 Vec::new()
             } else {
-                vec![selected]
+                vec![selected.files]
             }
         } else {
             self.pack_compaction(indices, clustered_files_left)
         };
-        (packed, cut_tree)
+        Packed {
+            bins: packed,
+            cut_tree,
+            upkeep,
+        }
     }
 
     /// The compaction bins of one partition's selected files `indices`: the candidates

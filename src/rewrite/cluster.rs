@@ -559,7 +559,8 @@ impl RangeRun<'_> {
             RangeRows::Spilled(files) => files.iter().map(|f| f.rows).sum(),
         };
         let mut range_tags = tags.clone();
-        // A range lies inside one leaf: the leaf of its lowest key.
+        // A range lies inside one leaf, or packs neighbouring small leaves: the leaf of its
+        // lowest key.
         if let Some(leaf) = layout.leaf_of(if index == 0 { 0 } else { boundaries[index - 1] }) {
             range_tags.insert(TAG_CUT_LEAF.to_string(), leaf.to_string());
         }
@@ -1473,28 +1474,49 @@ impl Layout<'_> {
     /// The cut points of a bin's ranges from its sorted sample keys: for a curve, at the
     /// shares `sizes.cuts` ([`range_boundaries_at`]); under a cut tree, at every leaf's first
     /// key, and inside each leaf into [`crate::plan::leaf_shares`] of its part of the expected
-    /// output bytes (each leaf's part by its share of the sample).
+    /// output bytes (each leaf's part by its share of the sample). Consecutive leaves whose
+    /// parts are under half the target (the new rows an incremental run routes through an
+    /// earlier tree: a sliver of each leaf) are packed into ranges of up to the target, each
+    /// over a run of neighbouring leaves, instead of a small file per leaf.
     pub(crate) fn boundaries(&self, sample_keys: &[u64], sizes: &RangeSizes) -> Vec<u64> {
         let (Some(tree), Some(shift)) = (self.tree, self.leaf_shift()) else {
             return range_boundaries_at(sample_keys, &sizes.cuts);
         };
         let n = sample_keys.len();
-        let mut out: Vec<u64> = (1..tree.tree().leaves)
-            .map(|leaf| (leaf as u64) << shift)
-            .collect();
+        let target = sizes.target_file_bytes.max(1);
+        let bytes_of = |rows: usize| {
+            u64::try_from(u128::from(sizes.expected_output_bytes) * rows as u128 / n as u128)
+                .unwrap_or(u64::MAX)
+        };
+        let mut out = Vec::new();
+        // Bytes of the open pack of small leaves (0: none open).
+        let mut packed = 0u64;
         let mut start = 0;
         while start < n {
             let leaf = sample_keys[start] >> shift;
             let end = start + sample_keys[start..].partition_point(|k| k >> shift == leaf);
-            let keys = &sample_keys[start..end];
-            let bytes = u64::try_from(
-                u128::from(sizes.expected_output_bytes) * (end - start) as u128 / n as u128,
-            )
-            .unwrap_or(u64::MAX);
-            let shares = crate::plan::leaf_shares(bytes, sizes.target_file_bytes);
-            out.extend(range_boundaries_at(keys, &shares));
+            let bytes = bytes_of(end - start);
+            let first_key = leaf << shift;
+            if bytes < target / 2 {
+                if packed == 0 || packed.saturating_add(bytes) > target {
+                    out.push(first_key);
+                    packed = 0;
+                }
+                packed = packed.saturating_add(bytes.max(1));
+            } else {
+                out.push(first_key);
+                packed = 0;
+                let shares = crate::plan::leaf_shares(bytes, sizes.target_file_bytes);
+                out.extend(range_boundaries_at(&sample_keys[start..end], &shares));
+                // Rows of the next leaves the sample missed never join this leaf's files.
+                if leaf + 1 < tree.tree().leaves as u64 {
+                    out.push((leaf + 1) << shift);
+                }
+            }
             start = end;
         }
+        // The first range starts at key 0: no cut there.
+        out.retain(|&k| k > 0);
         out.sort_unstable();
         out.dedup();
         out

@@ -917,3 +917,45 @@ fn a_sigterm_right_after_the_start_exits_130_and_changes_nothing() {
         assert_eq!(fixture.listing(), listing, "after {delay_ms} ms");
     }
 }
+
+/// After a small append, `optimize --dry-run` says per partition what is new and what each
+/// cube becomes, in words and in the JSON plan; the run then rewrites only the new file.
+#[test]
+fn a_rerun_after_an_append_says_what_it_merges() {
+    let fixture = Fixture::copy("multipart-checkpoint");
+    let location = fixture.location();
+    let args = [
+        "optimize",
+        &location,
+        "--hilbert",
+        "id",
+        "--target-size",
+        "8KiB",
+    ];
+    let output = run(&[&args[..], &["--quiet", "--no-report"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(fixture.copy_files(|i| i == 0), 1);
+    let before = rows(&location);
+
+    let output = run(&[&args[..], &["--dry-run"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("incremental: 1 file new (")
+            && text.contains("cubes 0 merged (0 B), 1 kept (")
+            && text.contains("0 sealed (0 B)"),
+        "{text}"
+    );
+    let output = run(&[&args[..], &["--dry-run", "--json"]].concat());
+    let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let upkeep = &plan["plan"]["plan"]["partitions"][0]["upkeep"];
+    assert_eq!(upkeep["new_files"], 1, "{upkeep}");
+    assert_eq!(upkeep["cubes"][0]["fate"], "kept", "{upkeep}");
+    assert!(upkeep["cubes"][0]["bytes"].as_u64().unwrap() > upkeep["new_bytes"].as_u64().unwrap());
+
+    let output = run(&[&args[..], &["--json", "--quiet", "--no-report"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(outcome["files_removed"], 1);
+    assert_eq!(rows(&location), before);
+}

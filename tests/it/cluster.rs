@@ -562,10 +562,14 @@ fn out_of_core_clustering_writes_the_same_files() {
     );
 }
 
-/// Cubes: a re-run after an append clusters the new files with the unsealed cube; once the
-/// cube is sealed, only new files; `--full` everything.
+/// Cubes, size-tiered: after a small append a re-run clusters only the new files (a new
+/// cube) and keeps the larger cube; the next append merges the small cube (no larger than the
+/// new files) but still keeps the large one; an append as large as the table merges
+/// everything; a sealed cube is never merged; `--full` rewrites everything. Every run keeps
+/// the rows, and `--dry-run`'s upkeep says what each cube became.
 #[test]
-fn incremental_clustering_respects_sealed_cubes() {
+fn incremental_clustering_merges_cubes_by_size() {
+    use delta_layout::plan::cluster::CubeFate;
     let fixture = Fixture::copy("multipart-checkpoint");
     let location = fixture.location();
     let table = load(&location);
@@ -574,62 +578,98 @@ fn incremental_clustering_respects_sealed_cubes() {
         let mut r = ClusterRequest::new(Curve::Hilbert, vec!["id".into()]);
         r.cube_bytes = cube_bytes;
         r.full = full;
-        OptimizeOptions::default().with_plan(
-            PlanOptions::default()
-                .with_target_file_bytes(Some(target))
-                .with_clustering(Some(r)),
-        )
+        PlanOptions::default()
+            .with_target_file_bytes(Some(target))
+            .with_clustering(Some(r))
     };
-    let first = optimize(&location, &request(None, false)).unwrap();
-    assert_eq!(first.files_removed, 20);
-    let cube_files: std::collections::BTreeSet<String> = load(&location)
-        .files
-        .iter()
-        .map(|f| f.path.clone())
-        .collect();
-    assert_eq!(
-        optimize(&location, &request(None, false)).unwrap().version,
-        None
-    );
+    let run = |cube_bytes: Option<u64>, full: bool| {
+        optimize(
+            &location,
+            &OptimizeOptions::default().with_plan(request(cube_bytes, full)),
+        )
+        .unwrap()
+    };
+    let upkeep = |cube_bytes: Option<u64>| {
+        let plan = delta_layout::plan::plan(&load(&location), &request(cube_bytes, false)).unwrap();
+        assert_eq!(plan.partitions.len(), 1);
+        plan.partitions[0].upkeep.clone().unwrap()
+    };
+    let paths = || -> std::collections::BTreeSet<String> {
+        load(&location)
+            .files
+            .iter()
+            .map(|f| f.path.clone())
+            .collect()
+    };
+    // The rows after each append (as its writer left them): every run must keep them.
+    let mut expected;
+    let append = |pick: &dyn Fn(usize) -> bool| fixture.copy_files(pick);
 
-    // New files and an unsealed cube (100 GiB): both are clustered again.
-    let before = rows(&location);
-    let added = fixture.double_files();
-    let outcome = optimize(&location, &request(None, false)).unwrap();
-    assert_eq!(
-        usize::try_from(outcome.files_removed).unwrap(),
-        cube_files.len() + added
-    );
-    let mut expected: Vec<String> = before.iter().chain(before.iter()).cloned().collect();
-    expected.sort();
-    assert_eq!(rows(&location), expected);
+    assert_eq!(run(None, false).files_removed, 20);
+    let big = paths();
+    assert_eq!(run(None, false).version, None, "a second run is a no-op");
 
-    // A cube size below the cube's bytes seals it: only the new files move.
-    let sealed: std::collections::BTreeSet<String> = load(&location)
-        .files
-        .iter()
-        .map(|f| f.path.clone())
-        .collect();
-    let added = fixture.double_files();
-    let outcome = optimize(&location, &request(Some(1), false)).unwrap();
-    assert_eq!(usize::try_from(outcome.files_removed).unwrap(), added);
-    let after: std::collections::BTreeSet<String> = load(&location)
-        .files
-        .iter()
-        .map(|f| f.path.clone())
-        .collect();
-    assert!(sealed.is_subset(&after), "a sealed cube was rewritten");
+    // A small append: only the new file is clustered; the large cube is kept.
+    assert_eq!(append(&|i| i == 0), 1);
+    expected = sorted(rows(&location));
+    let u = upkeep(None);
+    assert_eq!((u.new_files, u.cubes.len()), (1, 1));
+    assert_eq!(u.cubes[0].fate, CubeFate::Kept);
+    assert_eq!(u.cubes[0].files, big.len());
+    assert_eq!(run(None, false).files_removed, 1);
+    assert_eq!(sorted(rows(&location)), expected);
+    assert!(big.is_subset(&paths()), "the large cube was rewritten");
+    let small: Vec<String> = paths().difference(&big).cloned().collect();
+
+    // As much again: the small cube (one file's rows) merges, the large one stays.
+    assert_eq!(append(&|i| i == 1), 1);
+    expected = sorted(rows(&location));
+    let u = upkeep(None);
+    let fates: Vec<CubeFate> = u.cubes.iter().map(|c| c.fate).collect();
+    assert_eq!(fates, [CubeFate::Merged, CubeFate::Kept], "{u:?}");
+    assert!(u.cubes[0].bytes <= u.new_bytes && u.cubes[1].bytes > u.new_bytes + u.cubes[0].bytes);
     assert_eq!(
-        optimize(&location, &request(Some(1), false))
-            .unwrap()
-            .version,
-        None
+        usize::try_from(run(None, false).files_removed).unwrap(),
+        1 + small.len()
     );
+    assert_eq!(sorted(rows(&location)), expected);
+    assert!(big.is_subset(&paths()), "the large cube was rewritten");
+
+    // Sealed at one byte: only new files move, whatever their size.
+    let before = paths();
+    let added = append(&|_| true);
+    expected = sorted(rows(&location));
+    let u = upkeep(Some(1));
+    assert!(u.cubes.iter().all(|c| c.fate == CubeFate::Sealed), "{u:?}");
+    assert_eq!(
+        usize::try_from(run(Some(1), false).files_removed).unwrap(),
+        added
+    );
+    assert!(before.is_subset(&paths()), "a sealed cube was rewritten");
+    assert_eq!(sorted(rows(&location)), expected);
+
+    // An append as large as the table merges every cube.
+    let files = load(&location).files.len();
+    let added = append(&|_| true);
+    expected = sorted(rows(&location));
+    let u = upkeep(None);
+    assert!(u.cubes.iter().all(|c| c.fate == CubeFate::Merged), "{u:?}");
+    assert_eq!(
+        usize::try_from(run(None, false).files_removed).unwrap(),
+        files + added
+    );
+    assert_eq!(sorted(rows(&location)), expected);
+    assert_eq!(run(None, false).version, None);
 
     // --full rewrites everything.
     let all = load(&location).files.len() as u64;
-    let outcome = optimize(&location, &request(Some(1), true)).unwrap();
-    assert_eq!(outcome.files_removed, all);
+    assert_eq!(run(Some(1), true).files_removed, all);
+    assert_eq!(sorted(rows(&location)), expected);
+}
+
+fn sorted(mut rows: Vec<String>) -> Vec<String> {
+    rows.sort();
+    rows
 }
 
 /// Appends a commit upgrading `fixture` to protocol 3/7 with `writer_features` and the given

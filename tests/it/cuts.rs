@@ -382,7 +382,8 @@ fn a_cut_tree_reads_fewer_files_than_hilbert_on_its_workload() {
 }
 
 /// After an append, a run with the same workload routes the new rows through the same
-/// tree: the tree's large files stay, the new files carry its id; another workload, or
+/// tree: the tree's files stay (a larger cube than the new rows), the new rows of
+/// neighbouring leaves share files, and the new files carry its id; another workload, or
 /// `--full`, builds a new tree over every file.
 #[test]
 fn new_rows_are_routed_through_the_recorded_tree() {
@@ -421,15 +422,29 @@ fn new_rows_are_routed_through_the_recorded_tree() {
         "the recorded tree is reused"
     );
     let after = load(&location);
-    // The tree's files that were not small are untouched.
-    let min = second.plan.min_file_bytes;
-    for file in laid_out.files.iter().filter(|f| f.size_bytes >= min) {
+    // Only the appended files are rewritten: the first layout is a larger cube, kept.
+    assert_eq!(second.files_removed, 3);
+    for file in &laid_out.files {
         assert!(
             after.files.iter().any(|f| f.path == file.path),
             "{} was rewritten",
             file.path
         );
     }
+    // The new rows of neighbouring leaves share files of up to the target: fewer files than
+    // the leaves they fell in (one per leaf before).
+    let new_bytes: u64 = after
+        .files
+        .iter()
+        .filter(|f| !laid_out.files.iter().any(|l| l.path == f.path))
+        .map(|f| f.size_bytes)
+        .sum();
+    assert!(tree.leaves > 4, "{} leaves", tree.leaves);
+    assert!(
+        second.files_added <= new_bytes.div_ceil(64 << 10) + 1,
+        "{} files for {new_bytes} bytes",
+        second.files_added
+    );
     assert!(
         after
             .files

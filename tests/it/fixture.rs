@@ -104,9 +104,23 @@ impl Fixture {
     /// would. Every partition then has files to compact, whatever the original layout.
     /// Returns the number of files added.
     pub fn double_files(&self) -> usize {
+        self.copy_files(|_| true)
+    }
+
+    /// Appends, in one commit, a copy of each live file without a deletion vector that `pick`
+    /// takes (by its position among them), with the same stats and no tags: an append of
+    /// those rows again, as a writer adds new files. Returns the number of files added.
+    pub fn copy_files(&self, pick: impl Fn(usize) -> bool) -> usize {
         let table = load(&self.location());
+        let prefix = format!("copy{}-", table.version + 1);
         let mut lines = vec![serde_json::json!({"commitInfo": {"operation": "WRITE"}}).to_string()];
-        for file in table.files.iter().filter(|f| f.deletion_vector.is_none()) {
+        for (_, file) in table
+            .files
+            .iter()
+            .filter(|f| f.deletion_vector.is_none())
+            .enumerate()
+            .filter(|(i, _)| pick(*i))
+        {
             let (raw_dir, raw_name) = match file.raw_path.rsplit_once('/') {
                 Some((d, n)) => (format!("{d}/"), n.to_string()),
                 None => (String::new(), file.raw_path.clone()),
@@ -117,7 +131,7 @@ impl Fixture {
             };
             std::fs::copy(
                 self.path.join(&file.path),
-                self.path.join(format!("{dir}copy-{name}")),
+                self.path.join(format!("{dir}{prefix}{name}")),
             )
             .unwrap();
             let partition_values: serde_json::Map<String, Value> = table
@@ -127,7 +141,7 @@ impl Fixture {
                 .map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String)))
                 .collect();
             let mut add = serde_json::json!({
-                "path": format!("{raw_dir}copy-{raw_name}"),
+                "path": format!("{raw_dir}{prefix}{raw_name}"),
                 "partitionValues": partition_values,
                 "size": file.size_bytes,
                 "modificationTime": file.modification_time_ms,
