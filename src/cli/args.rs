@@ -475,13 +475,15 @@ pub struct PlanningArgs {
     /// Cubes of clustered files this large are sealed: re-runs never merge them (units as
     /// sizes).
     ///
-    /// A re-run clusters the new files (appended, or with deletion vectors) into a new cube
-    /// and merges the existing cubes size-tiered, smallest first: a cube no larger than what
-    /// merges before it is merged, a larger one kept, so a small append costs about its own
-    /// size. Defaults to 100GiB, as Delta does.
+    /// A re-run clusters the new files (appended, or past --max-deleted-ratio) into a new
+    /// cube and merges the existing cubes size-tiered, smallest first: a cube of at most 5/4
+    /// the rows merging before it is merged, a larger one kept, so a small append costs about
+    /// its own size. Also applies to the clustering a table declares. Defaults to 100GiB, as
+    /// Delta does.
     #[arg(long, value_name = "SIZE", help_heading = "Curve")]
     pub cube_size: Option<String>,
-    /// With a curve: recluster every file of the selected partitions, sealed cubes included.
+    /// With a curve (or on a table that declares clustering columns): recluster every file of
+    /// the selected partitions, sealed cubes included.
     /// Without one: let compaction pack small files of clustering runs (ZCUBE_ID tags)
     /// together with other files, which undoes their clustering (left alone by default).
     #[arg(long, help_heading = "Curve")]

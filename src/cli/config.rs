@@ -45,15 +45,9 @@ fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
     let (curve, columns) = match (&args.zorder, &args.hilbert) {
         (Some(columns), _) => (Curve::ZOrder, columns.clone()),
         (None, Some(columns)) => (Curve::Hilbert, columns.clone()),
-        (None, None) => {
-            if args.cube_size.is_some() {
-                anyhow::bail!(super::words::bad_flag(
-                    "--cube-size",
-                    "only applies with --zorder or --hilbert"
-                ));
-            }
-            return Ok(None);
-        }
+        // A table that declares clustering columns is clustered by them: the plan applies
+        // --cube-size and --full to that clustering, and refuses --cube-size without one.
+        (None, None) => return Ok(None),
     };
     let mut request = ClusterRequest::new(curve, columns);
     request.cube_bytes = size(crate::Setting::CubeSize, args.cube_size.as_deref())?;
@@ -148,7 +142,8 @@ pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> 
         .with_include_clustered(
             args.full && args.zorder.is_none() && args.hilbert.is_none() && args.workload.is_none(),
         )
-        .with_clustering(clustering(args)?);
+        .with_clustering(clustering(args)?)
+        .with_cube_bytes(size(crate::Setting::CubeSize, args.cube_size.as_deref())?);
     plan.validate()?;
     let memory_limit = size(crate::Setting::MemoryLimit, args.memory_limit.as_deref())?;
     if memory_limit == Some(0) {

@@ -787,7 +787,7 @@ pub fn upkeep(u: &crate::plan::cluster::Upkeep) -> String {
         format!("{n} {word} ({})", format_size(bytes))
     };
     format!(
-        "incremental: {} new ({}); cubes {}, {} (larger than what merges before them), {} (apart from the new rows' range), {} (--cube-size); rewrites {} for {} new",
+        "incremental: {} new ({}); cubes {}, {} (larger than what merges before them), {} (apart from the rows merged), {} (--cube-size); rewrites {} for {} new",
         count(u.new_files as u64, "file"),
         format_size(u.new_bytes),
         fate(CubeFate::Merged, "merged"),

@@ -5,15 +5,16 @@
 //! Every file a clustering run writes carries three tags: `ZCUBE_ID`, one id per clustered
 //! set of rows (a partition's run), `ZCUBE_ZORDER_BY`, the JSON list of the clustering
 //! columns, and `ZCUBE_ZORDER_CURVE`, `zorder`, `hilbert` or `cuts`. In each partition:
-//! 1. files of cubes with the same columns and layout (and no deletion vector; for a cut
-//!    tree, also of the partition's tree) are *clustered*; every other file (new data,
-//!    another curve or other columns, a deletion vector, a tag this policy does not know) is
+//! 1. files of cubes with the same columns and layout (for a cut tree, also of the
+//!    partition's tree), without a deletion vector or with one deleting at most
+//!    `--max-deleted-ratio` of their rows, are *clustered*; every other file (new data,
+//!    another curve or other columns, more deleted rows, a tag this policy does not know) is
 //!    *new*;
 //! 2. without new files the partition is left alone, so a second run is a no-op;
 //! 3. otherwise the run's rows are the new files, then the cubes merged smallest first
-//!    (size-tiered, as a log-structured merge tree's levels): a cube is merged when its bytes
-//!    are at most the bytes merged before it (the new files' and the smaller cubes'), and
-//!    kept as it is when larger; a cube of at least the cube size (default
+//!    (size-tiered, as a log-structured merge tree's levels): a cube is merged when its live
+//!    rows (its bytes when a file lacks `numRecords`) are at most 5/4 of those merged before
+//!    it (the new files' and the smaller cubes'), and kept as it is when more; a cube of at least the cube size (default
 //!    [`DEFAULT_CUBE_BYTES`], 100 GiB, as in Delta Spark) is *sealed* and never merged; a
 //!    cube of at least half the target file size whose box (the min/max stats of its files
 //!    on the clustering columns) lies apart from the box of the rows merged before it, on
@@ -272,24 +273,55 @@ impl Upkeep {
     }
 }
 
+/// A cube merges when it is at most this ratio (numerator, denominator) of what merges before
+/// it: 5/4, so appends of about equal size (a few percent apart, as daily loads are) merge as
+/// a binary counter's bits do rather than by the luck of which is a row larger. Each merge
+/// still grows the merged rows by at least 9/5, so a byte is rewritten at most about
+/// `log2(partition / append) * 1.2` times.
+const MERGE_SLACK: (u128, u128) = (5, 4);
+
+/// Whether a file of a cube stays in it: without a deletion vector, or with one deleting at
+/// most `max_deleted_ratio` of its rows (`--max-deleted-ratio`, as compaction), so a small
+/// `DELETE` or `MERGE` does not pull whole cubes into the next run. A file past the ratio is
+/// new: rewritten, its deleted rows dropped.
+fn in_place(file: &DataFile, max_deleted_ratio: f64) -> bool {
+    file.deletion_vector.is_none() || file.deleted_ratio() <= max_deleted_ratio
+}
+
 /// Files of one partition gathered for the tiered merge ([`tiered`]): their indices into the
-/// table's files, bytes and box.
+/// table's files, bytes, live rows and box.
 #[derive(Debug, Clone, Default)]
 struct Group {
     files: Vec<usize>,
     bytes: u64,
+    /// Live rows (`numRecords` less deleted rows); `None` when a file lacks `numRecords`.
+    rows: Option<u64>,
     bounds: BoxBounds,
 }
 
 impl Group {
-    fn add(&mut self, index: usize, bytes: u64, bounds: &BoxBounds) {
+    fn add(&mut self, index: usize, file: &DataFile, bounds: &BoxBounds) {
         if self.files.is_empty() {
             self.bounds = bounds.clone();
+            self.rows = Some(0);
         } else {
             self.bounds.extend(bounds);
         }
+        self.rows = self.rows.zip(file.num_live_rows()).map(|(a, b)| a + b);
         self.files.push(index);
-        self.bytes += bytes;
+        self.bytes += file.size_bytes;
+    }
+
+    /// What the tiers compare: live rows when `rows` (known for every group), else bytes.
+    /// Rows, as a rewrite may write more or fewer bytes than it reads (another codec,
+    /// row-tracking columns materialized): a new file must weigh what its rows will weigh in a
+    /// cube.
+    fn size(&self, rows: bool) -> u64 {
+        if rows {
+            self.rows.unwrap_or(0)
+        } else {
+            self.bytes
+        }
     }
 }
 
@@ -356,8 +388,9 @@ fn tiered(
     sealed_bytes: u64,
     apart_bytes: u64,
 ) -> (Vec<usize>, Upkeep) {
+    let rows = new.rows.is_some() && cubes.values().all(|c| c.rows.is_some());
     let mut cubes: Vec<(String, Group)> = cubes.into_iter().collect();
-    cubes.sort_by(|a, b| (a.1.bytes, &a.0).cmp(&(b.1.bytes, &b.0)));
+    cubes.sort_by(|a, b| (a.1.size(rows), &a.0).cmp(&(b.1.size(rows), &b.0)));
     let mut upkeep = Upkeep {
         new_files: new.files.len(),
         new_bytes: new.bytes,
@@ -368,12 +401,15 @@ fn tiered(
         let bytes = group.bytes;
         let fate = if bytes >= sealed_bytes {
             CubeFate::Sealed
-        } else if bytes > merged.bytes {
+        } else if u128::from(group.size(rows)) * MERGE_SLACK.1
+            > u128::from(merged.size(rows)) * MERGE_SLACK.0
+        {
             CubeFate::Kept
         } else if bytes >= apart_bytes && group.bounds.apart(&merged.bounds) {
             CubeFate::Apart
         } else {
             merged.bytes += bytes;
+            merged.rows = merged.rows.zip(group.rows).map(|(a, b)| a + b);
             merged.bounds.extend(&group.bounds);
             merged.files.extend(&group.files);
             CubeFate::Merged
@@ -413,14 +449,19 @@ impl Clustering {
     /// 1. files of other clustering providers are left out (as for curves);
     /// 2. the partition's tree is the known tree ([`Clustering::known_trees`]) of the same
     ///    workload that laid out the most bytes of it (files tagged [`super::cuts::TAG_CUT_TREE`],
-    ///    without a deletion vector);
+    ///    without a deletion vector that deletes more than `max_deleted_ratio` of their rows);
     /// 3. without such a tree, or with `full`, every file is rewritten along a new tree;
     /// 4. with one, the tree's files are its cubes (by `ZCUBE_ID`) and every other file is
     ///    new: the cubes are merged with the new files as a curve's are (module docs, step 3;
     ///    no new file: the partition is left alone), and the rows are routed through the same
     ///    tree, so each leaf's new rows stay within its bounds.
     #[must_use]
-    pub fn select_cuts(&self, files: &[(usize, &DataFile)], target_file_bytes: u64) -> Selected {
+    pub fn select_cuts(
+        &self,
+        files: &[(usize, &DataFile)],
+        target_file_bytes: u64,
+        max_deleted_ratio: f64,
+    ) -> Selected {
         let files = self.own_files(files);
         let all = || files.iter().map(|(i, _)| *i).collect::<Vec<_>>();
         if self.full {
@@ -431,7 +472,7 @@ impl Clustering {
         }
         let tree_of = |f: &DataFile| -> Option<&CutTree> {
             let id = f.tags.get(super::cuts::TAG_CUT_TREE).cloned().flatten()?;
-            if f.deletion_vector.is_some() {
+            if !in_place(f, max_deleted_ratio) {
                 return None;
             }
             self.known_trees
@@ -506,11 +547,8 @@ impl Clustering {
         for &(index, file) in files {
             let bounds = BoxBounds::of(file, &columns);
             match cube_of(file) {
-                Some(id) => cubes
-                    .entry(id)
-                    .or_default()
-                    .add(index, file.size_bytes, &bounds),
-                None => new.add(index, file.size_bytes, &bounds),
+                Some(id) => cubes.entry(id).or_default().add(index, file, &bounds),
+                None => new.add(index, file, &bounds),
             }
         }
         if new.files.is_empty() {
@@ -528,9 +566,16 @@ impl Clustering {
     }
 
     /// The files of one partition (`(index, file)`) to cluster together and why, following
-    /// the cube rules in the module docs; no files when the partition is left alone.
+    /// the cube rules in the module docs (`target_file_bytes` sizes *apart* cubes; a file
+    /// whose deletion vector deletes more than `max_deleted_ratio` of its rows is new); no
+    /// files when the partition is left alone.
     #[must_use]
-    pub fn select(&self, files: &[(usize, &DataFile)], target_file_bytes: u64) -> Selected {
+    pub fn select(
+        &self,
+        files: &[(usize, &DataFile)],
+        target_file_bytes: u64,
+        max_deleted_ratio: f64,
+    ) -> Selected {
         let files = self.own_files(files);
         if self.full {
             return Selected {
@@ -542,7 +587,7 @@ impl Clustering {
         let tag = |f: &DataFile, key: &str| f.tags.get(key).cloned().flatten();
         let (files, upkeep) = self.merge(&files, target_file_bytes, |file| {
             tag(file, TAG_CUBE_ID).filter(|_| {
-                file.deletion_vector.is_none()
+                in_place(file, max_deleted_ratio)
                     && tag(file, TAG_CUBE_COLUMNS).as_deref() == Some(columns.as_str())
                     && tag(file, TAG_CUBE_CURVE).as_deref() == Some(self.layout_name())
             })
@@ -832,6 +877,7 @@ mod tests {
         Group {
             files,
             bytes,
+            rows: None,
             bounds: BoxBounds::default(),
         }
     }
@@ -876,8 +922,10 @@ mod tests {
             fates,
             [CubeFate::Merged, CubeFate::Merged, CubeFate::Sealed]
         );
-        let (files, _) = tiered(group(vec![0], 9), cubes, u64::MAX, 0);
-        assert_eq!(files, [0], "a cube larger than the new bytes stays");
+        let (files, _) = tiered(group(vec![0], 8), cubes.clone(), u64::MAX, 0);
+        assert_eq!(files, [0, 1, 2, 3], "within 5/4 of the new bytes merges");
+        let (files, _) = tiered(group(vec![0], 7), cubes, u64::MAX, 0);
+        assert_eq!(files, [0], "a cube over 5/4 of the new bytes stays");
     }
 
     /// A cube whose dates lie before the new rows' is kept when it is at least the apart
@@ -908,5 +956,26 @@ mod tests {
             },
         )]);
         assert_eq!(tiered(new, unknown, u64::MAX, 5).0, [0, 1]);
+    }
+
+    /// With live rows known everywhere, the tiers compare rows, not bytes: a cube whose
+    /// rewrite made its files larger than the new files of as many rows still merges.
+    #[test]
+    fn tiers_compare_rows_when_every_file_has_them() {
+        let rows = |files: Vec<usize>, bytes: u64, rows: u64| Group {
+            rows: Some(rows),
+            ..group(files, bytes)
+        };
+        let cubes = BTreeMap::from([("c".to_string(), rows(vec![1], 16, 100))]);
+        assert_eq!(
+            tiered(rows(vec![0], 10, 80), cubes.clone(), u64::MAX, 0).0,
+            [0, 1]
+        );
+        assert_eq!(
+            tiered(rows(vec![0], 10, 79), cubes.clone(), u64::MAX, 0).0,
+            [0]
+        );
+        // A file without `numRecords`: bytes, so 16 > 10 * 5/4 keeps the cube.
+        assert_eq!(tiered(group(vec![0], 10), cubes, u64::MAX, 0).0, [0]);
     }
 }

@@ -66,7 +66,8 @@ use crate::workload::Workload;
 
 /// Tag with the id of the cut tree that laid a file out ([`CutTree::id`]).
 pub const TAG_CUT_TREE: &str = "DELTA_LAYOUT_CUT_TREE";
-/// Tag with the leaf of the cut tree whose rows a file holds.
+/// Tag with the leaf of the cut tree whose rows a file holds: for a file that packs the new
+/// rows of neighbouring small leaves (an incremental run), the first of them.
 pub const TAG_CUT_LEAF: &str = "DELTA_LAYOUT_CUT_LEAF";
 /// The `ZCUBE_ZORDER_CURVE` tag (and `commitInfo` curve) of files laid out by a cut tree.
 pub const CUTS_NAME: &str = "cuts";

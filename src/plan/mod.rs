@@ -165,6 +165,7 @@ pub struct PlanOptions {
     target_file_bytes: Option<u64>,
     run_id: Option<String>,
     output_ratio: Option<f64>,
+    cube_bytes: Option<u64>,
 }
 
 impl Default for PlanOptions {
@@ -180,6 +181,7 @@ impl Default for PlanOptions {
             target_file_bytes: None,
             run_id: None,
             output_ratio: None,
+            cube_bytes: None,
         }
     }
 }
@@ -287,6 +289,17 @@ impl PlanOptions {
     #[must_use]
     pub fn with_clustering(mut self, request: Option<cluster::ClusterRequest>) -> Self {
         self.clustering = request;
+        self
+    }
+
+    /// The cube size (`--cube-size`, bytes) of the clustering a table declares, which a run
+    /// without a request ([`PlanOptions::with_clustering`]) applies; that clustering also
+    /// reclusters every file with [`PlanOptions::with_include_clustered`] (`--full`). `None`:
+    /// [`cluster::DEFAULT_CUBE_BYTES`]. A request carries its own
+    /// ([`cluster::ClusterRequest::cube_bytes`]).
+    #[must_use]
+    pub fn with_cube_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.cube_bytes = bytes;
         self
     }
 
@@ -706,8 +719,9 @@ pub fn target_file_bytes(table: &TableView, requested: Option<u64>) -> Result<(u
 /// Plans a compaction of `table`.
 ///
 /// # Errors
-/// * [`Error::InvalidOption`] from [`PlanOptions::validate`], or for an unusable
-///   `delta.targetFileSize` property (one below [`target_floor_bytes`] included).
+/// * [`Error::InvalidOption`] from [`PlanOptions::validate`], for an unusable
+///   `delta.targetFileSize` property (one below [`target_floor_bytes`] included), or for a
+///   cube size ([`PlanOptions::with_cube_bytes`]) without any clustering.
 /// * [`Error::InvalidPredicate`] when `--where` does not parse or a literal does not fit its
 ///   column; [`Error::UnknownColumn`] when it names a column the table lacks, or a data
 ///   column of a type without min/max stats.
@@ -849,12 +863,22 @@ fn selection_of(
 /// curve over the clustering columns `table` declares, else none.
 ///
 /// # Errors
-/// What [`cluster::resolve`] returns for the request.
+/// What [`cluster::resolve`] returns for the request; [`Error::InvalidOption`] naming
+/// `--cube-size` when it is given without any clustering.
 fn clustering_of(table: &TableView, options: &PlanOptions) -> Result<Option<cluster::Clustering>> {
-    let declared = table
-        .clustering_columns
-        .as_ref()
-        .map(|columns| cluster::ClusterRequest::new(crate::curve::Curve::Hilbert, columns.clone()));
+    let declared = table.clustering_columns.as_ref().map(|columns| {
+        let mut request =
+            cluster::ClusterRequest::new(crate::curve::Curve::Hilbert, columns.clone());
+        request.cube_bytes = options.cube_bytes;
+        request.full = options.include_clustered;
+        request
+    });
+    if options.clustering.is_none() && declared.is_none() && options.cube_bytes.is_some() {
+        return Err(Error::invalid_option(
+            crate::Setting::CubeSize,
+            "only applies to a clustering: --zorder, --hilbert, --workload, or a table that declares clustering columns",
+        ));
+    }
     options
         .clustering
         .as_ref()
@@ -919,9 +943,17 @@ impl Packer<'_> {
             let files: Vec<(usize, &crate::table::DataFile)> =
                 indices.iter().map(|&i| (i, &table.files[i])).collect();
             let selected = if clustering.is_cuts() {
-                clustering.select_cuts(&files, self.target_file_bytes)
+                clustering.select_cuts(
+                    &files,
+                    self.target_file_bytes,
+                    self.options.max_deleted_ratio,
+                )
             } else {
-                clustering.select(&files, self.target_file_bytes)
+                clustering.select(
+                    &files,
+                    self.target_file_bytes,
+                    self.options.max_deleted_ratio,
+                )
             };
             cut_tree = selected.tree;
             upkeep = selected.upkeep;

@@ -959,3 +959,37 @@ fn a_rerun_after_an_append_says_what_it_merges() {
     assert_eq!(outcome["files_removed"], 1);
     assert_eq!(rows(&location), before);
 }
+
+/// On a table that declares clustering columns (liquid), a run without a curve clusters by
+/// them, and `--full` and `--cube-size` apply to that clustering; on a table without, a
+/// `--cube-size` without a curve is refused naming it, the table untouched.
+#[test]
+fn full_and_cube_size_apply_to_declared_clustering() {
+    let fixture = Fixture::copy("row-tracking-liquid");
+    let location = fixture.location();
+    let args = ["optimize", &location, "--target-size", "8KiB"];
+    let output = run(&[&args[..], &["--quiet", "--no-report"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(fixture.copy_files(|i| i == 0), 1);
+    let before = rows(&location);
+    let files = crate::fixture::load(&location).files.len();
+    // Sealed at one byte: only the new file.
+    let output = run(&[&args[..], &["--cube-size", "1", "--dry-run", "--json"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let upkeep = &plan["plan"]["plan"]["partitions"][0]["upkeep"];
+    assert_eq!(upkeep["cubes"][0]["fate"], "sealed", "{upkeep}");
+    // --full: every file.
+    let output = run(&[&args[..], &["--full", "--json", "--quiet", "--no-report"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(outcome["files_removed"], files);
+    assert_eq!(rows(&location), before);
+
+    let plain = Fixture::copy("delta-rs-small-appends");
+    expect_error(
+        &plain,
+        &["optimize", "{}", "--cube-size", "1GiB"],
+        &["--cube-size", "declares clustering columns"],
+    );
+}

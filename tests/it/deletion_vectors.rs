@@ -216,3 +216,81 @@ fn an_unreadable_deletion_vector_stops_the_run_by_name() {
         );
     }
 }
+
+/// A clustered file whose deletion vector deletes a small share of its rows stays in its
+/// cube (`--max-deleted-ratio`, as compaction): a re-run has nothing to do; past the ratio the
+/// file is new, rewritten without its deleted rows.
+#[test]
+fn a_small_deletion_keeps_a_clustered_file_in_its_cube() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    table_with_dv(&root, "i");
+    let location = root.display().to_string();
+    let delta_layout = env!("CARGO_BIN_EXE_delta-layout");
+    let optimize = |ratio: &str| {
+        let output = Command::new(delta_layout)
+            .args([
+                "optimize",
+                &location,
+                "--hilbert",
+                "id",
+                "--max-deleted-ratio",
+                ratio,
+                "--json",
+                "--quiet",
+                "--no-report",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    assert_eq!(optimize("0.05")["files_removed"], 1);
+    assert_eq!(ids(&location).len(), 7);
+
+    // Another writer deletes one of the clustered file's 7 rows (its first, id 0).
+    let table = load(&location);
+    let file = &table.files[0];
+    let data = bitmap_bytes(&[0]);
+    let descriptor = json!({"storageType": "i", "pathOrInlineDv": z85(&data),
+        "sizeInBytes": data.len(), "cardinality": 1});
+    let mut add = json!({"path": file.raw_path, "partitionValues": {"p": "a"},
+        "size": file.size_bytes, "modificationTime": 1, "dataChange": true,
+        "deletionVector": descriptor});
+    let stats = file.stats.as_ref().unwrap();
+    add["stats"] = Value::String(
+        json!({"numRecords": stats.num_records, "minValues": stats.min_values(),
+            "maxValues": stats.max_values(), "nullCount": stats.null_count()})
+        .to_string(),
+    );
+    add["tags"] = serde_json::to_value(&file.tags).unwrap();
+    let fixture = Fixture::at(&root);
+    fixture.write_commit(
+        fixture.next_version(),
+        &[
+            json!({"commitInfo": {"operation": "DELETE"}}),
+            json!({"remove": {"path": file.raw_path, "deletionTimestamp": 1, "dataChange": true,
+                "partitionValues": {"p": "a"}, "size": file.size_bytes}}),
+            json!({"add": add}),
+        ],
+    );
+    let expected: Vec<String> = ids(&location);
+    assert_eq!(expected.len(), 6);
+
+    // 1 of 7 rows (14%): within a ratio of 0.5 the file stays in its cube.
+    assert_eq!(optimize("0.5")["version"], Value::Null);
+    // Past the default 5%: rewritten, its deleted row dropped.
+    assert_eq!(optimize("0.05")["files_removed"], 1);
+    assert_eq!(ids(&location), expected);
+    assert!(
+        load(&location)
+            .files
+            .iter()
+            .all(|f| f.deletion_vector.is_none())
+    );
+}
