@@ -14,9 +14,9 @@
 //! 3. otherwise the run's rows are the new files, then the cubes merged smallest first
 //!    (size-tiered, as a log-structured merge tree's levels): a cube is merged when its live
 //!    rows (its bytes when a file lacks `numRecords`) are at most 5/4 of those merged before
-//!    it (the new files' and the smaller cubes'), and kept as it is when more; a cube of at least the cube size (default
-//!    [`DEFAULT_CUBE_BYTES`], 100 GiB, as in Delta Spark) is *sealed* and never merged; a
-//!    cube of at least half the target file size whose box (the min/max stats of its files
+//!    it (the new files' and the smaller cubes'), and kept as it is when more; a cube of at
+//!    least the cube size (default [`DEFAULT_CUBE_BYTES`], 100 GiB, as in Delta Spark) is
+//!    *sealed* and never merged; a cube of at least half the target file size whose box (the min/max stats of its files
 //!    on the clustering columns) lies apart from the box of the rows merged before it, on
 //!    some column (new dates after old ones), is kept too: merging it would tighten no file;
 //! 4. `--full` clusters every file of the partition.
@@ -213,10 +213,11 @@ pub struct Selected {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CubeFate {
-    /// Clustered again with the new files: its bytes are at most those merged before it.
+    /// Clustered again with the new files: its rows are at most 5/4 of those merged before
+    /// it (bytes when a file lacks `numRecords`).
     Merged,
-    /// Left as it is: larger than the bytes merged before it, so merging would rewrite more
-    /// than the change.
+    /// Left as it is: more than 5/4 of the rows merged before it, so merging would rewrite
+    /// more than the change.
     Kept,
     /// Left as it is: at least the cube size (`--cube-size`).
     Sealed,
@@ -235,7 +236,7 @@ pub struct CubeUpkeep {
     pub files: usize,
     /// Its bytes (the files' `size` in the log).
     pub bytes: u64,
-    /// Merged, kept or sealed.
+    /// Merged, kept, apart or sealed.
     pub fate: CubeFate,
 }
 
@@ -243,8 +244,8 @@ pub struct CubeUpkeep {
 /// "Cubes"): the new files it clusters and what it does with each cube, smallest first.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Upkeep {
-    /// Files not in a cube of this layout (appended, with a deletion vector, of another
-    /// layout or writer).
+    /// Files not in a cube of this layout (appended, with a deletion vector past
+    /// `--max-deleted-ratio`, of another layout or writer).
     pub new_files: usize,
     /// Their bytes.
     pub new_bytes: u64,
@@ -275,9 +276,9 @@ impl Upkeep {
 
 /// A cube merges when it is at most this ratio (numerator, denominator) of what merges before
 /// it: 5/4, so appends of about equal size (a few percent apart, as daily loads are) merge as
-/// a binary counter's bits do rather than by the luck of which is a row larger. Each merge
-/// still grows the merged rows by at least 9/5, so a byte is rewritten at most about
-/// `log2(partition / append) * 1.2` times.
+/// a binary counter's bits do rather than by the luck of which is a row larger. A merged
+/// cube's rows still land in a cube at least 9/5 its size, so a row is rewritten at most
+/// about `log(partition / append) / log(9/5)` times (1.2x a binary counter's `log2`).
 const MERGE_SLACK: (u128, u128) = (5, 4);
 
 /// Whether a file of a cube stays in it: without a deletion vector, or with one deleting at
