@@ -36,6 +36,18 @@ pub struct ColumnRef {
 }
 
 impl ColumnRef {
+    /// The data column `leaf` (a leaf of [`TableView::data_leaf_columns`]), as a reference.
+    #[must_use]
+    pub fn of_leaf(leaf: &crate::table::LeafColumn) -> Self {
+        Self {
+            name: leaf.display_name(),
+            logical: leaf.logical.clone(),
+            physical: leaf.physical.clone(),
+            data_type: leaf.data_type.clone(),
+            partition_index: None,
+        }
+    }
+
     /// Resolves a logical column path: an exact match first, then a unique case-insensitive
     /// one (Delta column names are case-insensitive).
     ///
@@ -60,13 +72,7 @@ impl ColumnRef {
                 })
             })
             .collect();
-        candidates.extend(table.data_leaf_columns().into_iter().map(|leaf| Self {
-            name: leaf.display_name(),
-            logical: leaf.logical.clone(),
-            physical: leaf.physical.clone(),
-            data_type: leaf.data_type.clone(),
-            partition_index: None,
-        }));
+        candidates.extend(table.data_leaf_columns().iter().map(Self::of_leaf));
         let found = candidates
             .iter()
             .find(|c| c.logical == path)

@@ -532,17 +532,7 @@ impl Clustering {
         target_file_bytes: u64,
         cube_of: impl Fn(&DataFile) -> Option<String>,
     ) -> (Vec<usize>, Option<Upkeep>) {
-        let columns: Vec<ColumnRef> = self
-            .leaves
-            .iter()
-            .map(|leaf| ColumnRef {
-                name: leaf.display_name(),
-                logical: leaf.logical.clone(),
-                physical: leaf.physical.clone(),
-                data_type: leaf.data_type.clone(),
-                partition_index: None,
-            })
-            .collect();
+        let columns: Vec<ColumnRef> = self.leaves.iter().map(ColumnRef::of_leaf).collect();
         let mut cubes: BTreeMap<String, Group> = BTreeMap::new();
         let mut new = Group::default();
         for &(index, file) in files {
