@@ -17,8 +17,10 @@ Needs the package installed (`pip install .`) and `deltalake` (delta-rs) to read
   a second run (the workload as a mapping) commits nothing; `plan(workload=...)` carries the
   tree to `execute` / `commit`; `report(workload=...)` is the CLI's document; `recommend`
   returns its document and writes nothing; `extract_workload` is `workload extract`'s
-  output; `workload=` with `zorder=` / `hilbert=`, and workloads of other types or without a
-  predicate, raise ValueError / TypeError before anything runs.
+  output; `workload=` with `hilbert=` measures a budgeted run (`max_rewrite_bytes=`: bins
+  within one of the budget, rows kept; `min_gain=` with nothing worth doing returns
+  `nothing_worth_doing`, and `plan` a plan without bins); workloads of other types or without
+  a predicate raise ValueError / TypeError before anything runs.
 Prints one line per check; exits 1 if any failed.
 """
 import json
@@ -160,16 +162,25 @@ def check_workloads(binary, testdata, work):
           kept["pick"] is None and kept["command"] is None and kept["min_gain"] == 0.99
           and len(kept["candidates"]) >= 1, json.dumps(kept)[:300])
 
-    # Refused before anything runs.
-    for function, name, call in [
-        ("optimize", "zorder", lambda: dl.optimize(r, workload=lines, zorder="id")),
-        ("optimize", "hilbert", lambda: dl.optimize(r, workload=workload_file, hilbert=["id"])),
-        ("plan", "zorder", lambda: dl.plan(r, workload=weights, zorder="id")),
-    ]:
-        error = raises(call)
-        check(f"{function}(workload=, {name}=) raises ValueError naming both",
-              isinstance(error, ValueError) and "workload=" in str(error) and f"{name}=" in str(error)
-              and DeltaTable(r).version() == r_version, repr(error))
+    # A budgeted run measured on the workload (with a curve, workload= measures the run).
+    b = copy(basic, f"{work}/w-budget")
+    b_before = rows(b)
+    run = dl.optimize(b, hilbert="id", workload=lines, target_size="1KiB", max_rewrite_bytes="4KiB")
+    check("optimize(hilbert=, workload=, max_rewrite_bytes=) takes bins within one of the budget",
+          run["version"] is not None and run["figures"]["measure"] == "workload"
+          and run["selection"]["bins_taken"] and run["selection"]["bins_over_budget"] > 0
+          and run["bytes_removed"] == run["selection"]["bytes_taken"], json.dumps(run)[:400])
+    check("the budgeted run keeps the rows (delta-rs)", rows(b) == b_before)
+    b_version = DeltaTable(b).version()
+    while dl.optimize(b, hilbert="id", target_size="1KiB", max_rewrite_bytes="4KiB")["version"] is not None:
+        pass
+    idle = dl.optimize(b, hilbert="id", target_size="1KiB", min_gain=0.05)
+    check("optimize(min_gain=) with nothing worth doing returns nothing_worth_doing (exit code 4)",
+          idle["nothing_worth_doing"] is True and idle["version"] is None
+          and DeltaTable(b).version() > b_version and rows(b) == b_before, json.dumps(idle)[:300])
+    order = dl.plan(b, hilbert="id", target_size="1KiB", min_gain=0.05)
+    check("plan(min_gain=) with nothing worth doing is a plan without bins",
+          order.bin_ids == [], repr(order.bin_ids))
     for kind, workload in [(TypeError, 42), (TypeError, b"w.txt"), (TypeError, ["id > 5", 3]),
                            (ValueError, []), (ValueError, {}), (ValueError, ["# a comment", ""]),
                            (ValueError, {"id > 5": 0}), (TypeError, {"id > 5": "3"}),

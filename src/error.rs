@@ -6,6 +6,7 @@
 //! * **Table state** (the user or another writer changed or owns the table):
 //!   [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
 //!   [`Error::ConcurrentModification`], [`Error::CommitStopped`], [`Error::CommitOutcomeUnknown`],
+//!   [`Error::LayoutRegression`],
 //!   [`Error::DataFile`].
 //! * **I/O and formats** (storage or a library below us failed): [`Error::Delta`],
 //!   [`Error::ObjectStore`], [`Error::Parquet`], [`Error::Arrow`], [`Error::Json`],
@@ -162,6 +163,29 @@ pub enum Error {
         winning_version: u64,
         /// What the winning commit did, e.g. "removed file 'part-0001.parquet'".
         reason: String,
+    },
+    /// The run's layout makes a run of the workload dearer than the table as it is (bytes
+    /// scanned plus 4 MiB per file, [`crate::gain::Scan::cost`]); nothing was committed and
+    /// the files written were deleted.
+    /// `--allow-regression` commits it anyway.
+    #[error(
+        "layout regression on '{table}': per run of {measure}, the rewritten layout would scan {after_files:.1} files and {after_bytes} bytes where the table as it is scans {before_files:.1} files and {before_bytes} bytes, a dearer scan at 4 MiB a file; nothing was committed and the files written were deleted ({allow_with} commits it anyway)"
+    )]
+    LayoutRegression {
+        /// The table location.
+        table: String,
+        /// What it was measured on ([`crate::gain::MeasureSource::words`]).
+        measure: String,
+        /// Files scanned per run before.
+        before_files: f64,
+        /// Bytes scanned per run before (rounded).
+        before_bytes: u64,
+        /// Files scanned per run after.
+        after_files: f64,
+        /// Bytes scanned per run after (rounded).
+        after_bytes: u64,
+        /// The setting that accepts a regression ([`Setting::AllowRegression`]).
+        allow_with: Setting,
     },
     /// A work order's commit step stopped on another writer's commit: a metadata or
     /// protocol change after the plan, or a table too busy to win a version. The reason says
@@ -340,8 +364,16 @@ pub enum Setting {
     Holdout,
     /// What a query pays to open one file, in bytes read (`recommend`'s cost model).
     FileCost,
-    /// The share of the cost per run a recommended rewrite must save (`recommend`).
+    /// The share of the cost per run a recommended rewrite, or a bin of a run, must save
+    /// (`recommend`, [`crate::gain::Budget::min_gain`]).
     MinGain,
+    /// The input bytes a run may rewrite ([`crate::gain::Budget::max_rewrite_bytes`]).
+    MaxRewriteBytes,
+    /// The wall time after which a run starts no new bin
+    /// ([`crate::gain::Budget::max_duration`]).
+    MaxDuration,
+    /// Committing a layout that scans more than the table as it is.
+    AllowRegression,
     /// The layouts `sweep` tries.
     Layouts,
     /// The share of rows `sweep` builds from.
@@ -392,6 +424,9 @@ impl std::fmt::Display for Setting {
             Setting::Holdout => "the holdout share",
             Setting::FileCost => "the cost of opening a file",
             Setting::MinGain => "the least gain worth a rewrite",
+            Setting::MaxRewriteBytes => "the rewrite budget",
+            Setting::MaxDuration => "the time budget",
+            Setting::AllowRegression => "the regression allowance",
             Setting::Layouts => "the layouts",
             Setting::Sample => "the sample",
             Setting::TargetSizes => "the target sizes",

@@ -33,7 +33,7 @@ use crate::table::log::{self, CommitEntry};
 pub const OPTIMIZE_OPERATION: &str = "OPTIMIZE";
 
 /// One OPTIMIZE commit, as its `commitInfo` describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OptimizeRun {
     /// The table version the commit created.
     pub version: u64,
@@ -63,10 +63,14 @@ pub struct OptimizeRun {
     pub bytes_added: Option<u64>,
     /// `engineInfo`: the writer, e.g. `Apache-Spark/3.5.3 Delta-Lake/3.4.0`.
     pub engine_info: Option<String>,
+    /// What the run bought, as delta-layout records it ([`crate::gain::COMMIT_INFO_GAIN`]):
+    /// files and bytes scanned per run of its measure before and after, and its budget;
+    /// `None` for other writers and earlier versions.
+    pub gain: Option<crate::gain::GainRecord>,
 }
 
 /// A table's OPTIMIZE runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct History {
     /// The table location (a local path for `file://` tables).
     pub table: String,
@@ -152,6 +156,7 @@ impl OptimizeRun {
                 .get("engineInfo")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            gain: crate::gain::GainRecord::of_commit_info(commit_info),
         })
     }
 }
@@ -199,6 +204,152 @@ pub async fn history(
         table: table.display_location(),
         runs,
     })
+}
+
+/// How much a table's layout has degraded since the last layout run ([`decay`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decay {
+    /// The table location.
+    pub table: String,
+    /// The version measured now (the latest).
+    pub version: u64,
+    /// The version the last layout run committed.
+    pub run_version: u64,
+    /// When it was committed (ISO 8601 UTC).
+    pub run_timestamp: Option<String>,
+    /// Its layout: the curve (`zorder`, `hilbert`, `cuts`) or `none` for a compaction.
+    pub layout: String,
+    /// What it is measured on: the run's recorded workload, else generated predicates on
+    /// its clustering columns (drawn from the run's version), else a full scan.
+    pub measure: crate::gain::MeasureSource,
+    /// Distinct queries of the measure.
+    pub queries: usize,
+    /// Runs in all of the measure.
+    pub runs: u64,
+    /// What the run recorded as its `after`.
+    pub recorded_after: crate::gain::Scan,
+    /// Per run, the version the run committed.
+    pub after_run: crate::gain::Scan,
+    /// Per run, the table now.
+    pub now: crate::gain::Scan,
+    /// `now / after_run - 1` of files scanned: the share more files a query scans now.
+    pub files_scanned_growth: f64,
+    /// The same of bytes scanned.
+    pub bytes_scanned_growth: f64,
+    /// Files of the table now that the run's version did not have (written since).
+    pub files_since: u64,
+    /// Their bytes.
+    pub bytes_since: u64,
+    /// Input bytes the same run would rewrite now to restore the layout (its plan, made as
+    /// `optimize` makes it); `None` when it cannot be planned (a cut tree whose workload was
+    /// not recorded).
+    pub restore_bytes: Option<u64>,
+    /// Bins of that plan.
+    pub restore_bins: Option<u64>,
+}
+
+/// How much the layout of the table at `location` has degraded since the last layout run
+/// (the newest OPTIMIZE commit of delta-layout that recorded what it bought,
+/// [`crate::gain::last_layout_run`]): files and bytes scanned per run of the run's measure
+/// on the version it committed and now, the files written since, and the bytes the same run
+/// would rewrite now to restore it (planned as `optimize` plans it: a curve's incremental
+/// upkeep, [`crate::plan::cluster`]). `None` when no such run is in reach.
+///
+/// # Errors
+/// As [`TableView::load`] (also of the run's version, when the log no longer holds it);
+/// what planning returns; [`crate::Error::InvalidWorkload`] when the measure no longer fits
+/// the table.
+pub async fn decay(location: impl Into<crate::table::TableLocation>) -> Result<Option<Decay>> {
+    use crate::gain::{GainRecord, Measure};
+    let location = location.into();
+    let now = TableView::load(location.clone(), None).await?;
+    let Some((run_version, info)) = crate::gain::last_layout_run(&now).await? else {
+        return Ok(None);
+    };
+    let Some(run) = OptimizeRun::from_commit_info(run_version, &info) else {
+        return Ok(None);
+    };
+    let Some(record) = GainRecord::of_commit_info(&info) else {
+        return Ok(None);
+    };
+    let then = TableView::load(location, Some(run_version)).await?;
+    let recorded = info
+        .get(crate::gain::COMMIT_INFO_WORKLOAD)
+        .and_then(Value::as_str)
+        .map(|text| {
+            crate::workload::Workload::parse(
+                text,
+                &format!("the workload recorded at version {run_version}"),
+            )
+        })
+        .transpose()?
+        .map(std::sync::Arc::new);
+    let measure = match (&recorded, record.measure) {
+        (Some(workload), _) => Measure {
+            source: crate::gain::MeasureSource::RecordedWorkload,
+            workload: Some(workload.clone()),
+            recorded_at: Some(run_version),
+        },
+        (None, crate::gain::MeasureSource::FullScan) => Measure::full_scan(),
+        (None, _) => Measure::default_predicates(&then, &run.clustering_columns)?,
+    };
+    let after_run = measure.scan(&then)?;
+    let current = measure.scan(&now)?;
+    let growth = |now: f64, then: f64| if then > 0.0 { now / then - 1.0 } else { 0.0 };
+    let before: std::collections::HashSet<&str> =
+        then.files.iter().map(|f| f.path.as_str()).collect();
+    let since: Vec<&crate::table::DataFile> = now
+        .files
+        .iter()
+        .filter(|f| !before.contains(f.path.as_str()))
+        .collect();
+    let layout = run.curve.clone().unwrap_or_else(|| "none".into());
+    let request = match layout.as_str() {
+        "none" => Some(None),
+        crate::plan::cuts::CUTS_NAME => recorded
+            .as_ref()
+            .map(|w| Some(crate::plan::cluster::ClusterRequest::cuts(w.as_ref().clone()))),
+        curve => crate::curve::Curve::parse(curve).map(|curve| {
+            Some(crate::plan::cluster::ClusterRequest::new(
+                curve,
+                run.clustering_columns.clone(),
+            ))
+        }),
+    };
+    let target = info
+        .get("operationParameters")
+        .and_then(|p| p.get("targetSize"))
+        .and_then(number);
+    let (restore_bytes, restore_bins) = match request {
+        Some(request) => {
+            let plan = crate::plan::PlanOptions::default()
+                .with_target_file_bytes(target)
+                .with_clustering(request);
+            let options = crate::prepare::OptimizeOptions::default().with_plan(plan);
+            let plan = crate::prepare::plan_sized(&now, &options).await?;
+            (Some(plan.input_bytes()), Some(plan.bins().count() as u64))
+        }
+        None => (None, None),
+    };
+    Ok(Some(Decay {
+        table: now.display_location(),
+        version: now.version,
+        run_version,
+        run_timestamp: run.timestamp,
+        layout,
+        measure: measure.source,
+        queries: measure.queries(),
+        runs: measure.runs(),
+        recorded_after: record.after,
+        after_run,
+        now: current,
+        files_scanned_growth: growth(current.files_scanned, after_run.files_scanned),
+        bytes_scanned_growth: growth(current.bytes_scanned, after_run.bytes_scanned),
+        files_since: since.len() as u64,
+        bytes_since: since.iter().map(|f| f.size_bytes).sum(),
+        restore_bytes,
+        restore_bins,
+    }))
 }
 
 /// A column list: a JSON list in a string (`"[\"a\",\"b\"]"`, as Spark writes
@@ -288,6 +439,7 @@ mod tests {
             bytes_removed: Some(904),
             bytes_added: Some(452),
             engine_info: Some("Apache-Spark/3.5.3 Delta-Lake/3.4.0-SNAPSHOT".into()),
+            gain: None,
         };
         let spark_metrics = json!({
             "numRemovedFiles": "2", "numAddedFiles": "1",

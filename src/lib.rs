@@ -36,6 +36,7 @@
 //!  run preparation,         prepare (the run's options, output ratio, recorded and new cut trees),
 //!  commits, simulation      commit (put-if-absent, retries; commit/conflict.rs: the one conflict
 //!                           checker), simulate (a layout's files and stats without Parquet),
+//!                           gain (what a run buys: its measure, per-bin savings, the budget),
 //!                           verify (row fingerprints)
 //!  measurement, CPU stage   inspect, report (report::score: the one scorer), progress, rewrite
 //!  planning (pure)          plan: bins per partition, clustering requests, cut trees
@@ -82,6 +83,7 @@ pub mod commit;
 pub mod curve;
 pub mod error;
 pub mod filter;
+pub mod gain;
 pub mod history;
 pub mod inspect;
 pub mod optimize;

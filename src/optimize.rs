@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::commit::{self, FileSizeMetrics};
 use crate::error::{Error, Result};
+use crate::gain;
 use crate::plan::{self, Plan};
 pub use crate::prepare::OptimizeOptions;
 use crate::prepare::plan_sized;
@@ -66,6 +67,18 @@ pub struct OptimizeOutcome {
     /// Wall time of the whole run.
     #[serde(serialize_with = "serialize_millis", rename = "duration_ms")]
     pub duration: Duration,
+    /// What the budget took and left ([`OptimizeOptions::with_budget`]); `None` without a
+    /// budget. With [`gain::Selection::nothing_worth_doing`] the run did nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<gain::Selection>,
+    /// Bins of the plan a `--max-duration` left: none started before the deadline.
+    pub bins_past_deadline: u64,
+    /// Their input bytes.
+    pub bytes_past_deadline: u64,
+    /// What the table scans per run of the run's measure before and after
+    /// ([`gain::Figures`], recorded in the commit); `None` for a dry run or when nothing was
+    /// written.
+    pub figures: Option<gain::Figures>,
     /// The version a checkpoint was written at after the commit, when the commit landed on
     /// a checkpoint version ([`commit::write_checkpoint_if_due`]); `None` otherwise or when
     /// writing it failed (a warning, never a failed run).
@@ -119,6 +132,8 @@ pub struct Rewritten {
     reader: Reader,
     started: Instant,
     progress: Arc<dyn Progress>,
+    /// The commit's record of what the run bought, and the workload text it records.
+    record: Option<(gain::GainRecord, Option<String>)>,
 }
 
 impl Rewritten {
@@ -152,13 +167,31 @@ impl Rewritten {
             reader,
             started,
             progress,
+            record,
         } = self;
         if outcome.dry_run || outcomes.is_empty() {
             outcome.duration = started.elapsed();
             return Ok(outcome);
         }
         progress.phase_started(Scope::Run, Phase::Commit, 1);
-        let actions = commit::actions(&table, &outcome.plan, &outcomes)?;
+        let mut actions = commit::actions(&table, &outcome.plan, &outcomes)?;
+        if let (Some((record, workload)), Some(deltalake::kernel::Action::CommitInfo(info))) =
+            (record, actions.first_mut())
+        {
+            info.info.insert(
+                gain::COMMIT_INFO_GAIN.to_string(),
+                serde_json::to_value(record).map_err(|e| Error::Json {
+                    context: "writing the run's figures".into(),
+                    source: e,
+                })?,
+            );
+            if let Some(text) = workload {
+                info.info.insert(
+                    gain::COMMIT_INFO_WORKLOAD.to_string(),
+                    serde_json::Value::String(text),
+                );
+            }
+        }
         let version = match commit::commit(&table, &actions).await {
             Ok(version) => {
                 progress.phase_advanced(Scope::Run, Phase::Commit, 1);
@@ -276,6 +309,20 @@ pub async fn rewrite(
     if plan.run_id.is_empty() {
         plan.run_id = plan::new_run_id();
     }
+    let measure = gain::Measure::resolve(&table, options.workload.clone(), &plan).await?;
+    let selection = if options.budget.is_set() {
+        let units = if plan.is_empty() {
+            Vec::new()
+        } else {
+            gain::estimate(&table, &plan, &measure, options).await?
+        };
+        let mut selection = gain::select(units, measure.scan(&table)?.cost(), &options.budget);
+        selection.measure = Some(measure.source);
+        gain::apply(&mut plan, &selection);
+        Some(selection)
+    } else {
+        None
+    };
     let outcome = OptimizeOutcome {
         read_version: table.version,
         version: None,
@@ -297,6 +344,10 @@ pub async fn rewrite(
             .transpose()?,
         plan,
         duration: Duration::ZERO,
+        selection,
+        bins_past_deadline: 0,
+        bytes_past_deadline: 0,
+        figures: None,
         checkpoint: None,
     };
     let mut reader = Reader::for_table(&table)?;
@@ -320,6 +371,7 @@ pub async fn rewrite(
             reader,
             started,
             progress,
+            record: None,
         });
     }
     // The commit must be an atomic put-if-absent: checked before any data file is written.
@@ -329,12 +381,29 @@ pub async fn rewrite(
         outcome.bytes_removed,
     );
     let plan = outcome.plan.clone();
+    let mut execution = options.execution();
+    execution.deadline = options.budget.max_duration.map(|d| started + d);
+    if let Some(selection) = &outcome.selection {
+        execution.order.clone_from(&selection.bins_taken);
+    }
     let (table, reader, result, progress) =
-        rewrite::write_bins(table, plan, &options.execution(), reader, progress).await?;
+        rewrite::write_bins(table, plan, &execution, reader, progress).await?;
     let (left_alone, outcomes): (Vec<BinOutcome>, Vec<BinOutcome>) =
         result?.into_iter().partition(|o| o.left_alone);
     let mut outcome = outcome;
+    // Bins no worker started before the deadline.
+    let ran: std::collections::HashSet<usize> = outcomes
+        .iter()
+        .chain(&left_alone)
+        .map(|o| o.bin_id)
+        .collect();
+    for bin in outcome.plan.bins().filter(|b| !ran.contains(&b.id)) {
+        outcome.bins_past_deadline += 1;
+        outcome.bytes_past_deadline += bin.input_bytes;
+    }
+    // A budgeted run writes what it took, no more: later rounds would plan the bins it left.
     let rounds = !options.single_round
+        && !options.budget.is_set()
         && outcome.plan.clustering.is_none()
         && !outcome.plan.rewrite_all
         && table.row_tracking.is_none()
@@ -357,7 +426,7 @@ pub async fn rewrite(
         (outcomes, reader, progress)
     };
     // (Only compaction bins are left alone or merged: no two outcomes share an input file.)
-    if rounds || !left_alone.is_empty() {
+    if rounds || !left_alone.is_empty() || outcome.bins_past_deadline > 0 {
         // What is left to commit: the bins that reduced the file count, merged by later
         // rounds.
         outcome.files_removed = outcomes.iter().map(|o| o.input_files.len() as u64).sum();
@@ -391,18 +460,73 @@ pub async fn rewrite(
             .count() as u64;
         outcome.files_left_alone = left.len() as u64;
     }
-    let rewritten = Rewritten {
+    // What the run buys, on the files it wrote: recorded in the commit, and the guard.
+    let figures = if outcomes.is_empty() {
+        Ok(None)
+    } else {
+        committed_view(&table, &outcomes)
+            .and_then(|(view, _)| gain::Figures::of(&measure, &table, &view))
+            .map(Some)
+    };
+    let mut rewritten = Rewritten {
         table,
         outcome,
         outcomes,
         reader,
         started,
         progress,
+        record: None,
     };
     if options.cancel.load(Ordering::Relaxed) {
         rewritten.abort().await?;
         return Err(Error::Cancelled);
     }
+    let figures = match figures {
+        Ok(figures) => figures,
+        Err(e) => {
+            rewritten.abort().await?;
+            return Err(e);
+        }
+    };
+    if let Some(figures) = &figures {
+        if figures.measure.is_workload()
+            && !options.allow_regression
+            && figures.after.regresses(&figures.before)
+        {
+            let table = rewritten.table.display_location();
+            rewritten.abort().await?;
+            return Err(Error::LayoutRegression {
+                table,
+                measure: measure
+                    .recorded_at
+                    .map_or_else(
+                        || figures.measure.words().to_string(),
+                        |v| format!("the workload recorded at version {v}"),
+                    ),
+                before_files: figures.before.files_scanned,
+                before_bytes: crate::size::whole_bytes(figures.before.bytes_scanned),
+                after_files: figures.after.files_scanned,
+                after_bytes: crate::size::whole_bytes(figures.after.bytes_scanned),
+                allow_with: crate::Setting::AllowRegression,
+            });
+        }
+        let outcome = &rewritten.outcome;
+        let (bins_left, bytes_left) = outcome.selection.as_ref().map_or((0, 0), |s| {
+            (
+                s.bins_over_budget + s.bins_below_gain,
+                s.bytes_over_budget + s.bytes_below_gain,
+            )
+        });
+        let record = gain::GainRecord::new(
+            figures,
+            outcome.bytes_removed,
+            &options.budget,
+            bins_left + outcome.bins_past_deadline,
+            bytes_left + outcome.bytes_past_deadline,
+        );
+        rewritten.record = Some((record, measure.recorded_text()));
+    }
+    rewritten.outcome.figures = figures;
     Ok(rewritten)
 }
 

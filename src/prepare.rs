@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use deltalake::arrow::array::{RecordBatch, UInt32Array};
 use futures::TryStreamExt as _;
@@ -45,6 +46,9 @@ pub struct OptimizeOptions {
     pub(crate) codec: rewrite::write::Codec,
     pub(crate) files_of: Option<TableView>,
     pub(crate) work_order: bool,
+    pub(crate) budget: Budget,
+    pub(crate) workload: Option<Arc<crate::workload::Workload>>,
+    pub(crate) allow_regression: bool,
 }
 
 impl OptimizeOptions {
@@ -157,6 +161,50 @@ impl OptimizeOptions {
         self
     }
 
+    /// Bounds the run ([`Budget`]): bins are taken by expected saving per byte, best first,
+    /// until the bytes are spent, none starts after the duration, and bins (or the whole
+    /// run) saving less than the least gain are not run ([`crate::gain`]). Defaults to no
+    /// bound.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] as [`Budget::validate`] says.
+    pub fn with_budget(mut self, budget: Budget) -> Result<Self> {
+        budget.validate()?;
+        self.budget = budget;
+        Ok(self)
+    }
+
+    /// The run's bounds ([`OptimizeOptions::with_budget`]).
+    #[must_use]
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// The workload the run is measured on ([`OptimizeOptions::with_workload`]).
+    #[must_use]
+    pub fn workload(&self) -> Option<&Arc<crate::workload::Workload>> {
+        self.workload.as_ref()
+    }
+
+    /// The workload the run is measured on ([`crate::gain::Measure::resolve`]): its figures
+    /// before and after, recorded in the commit, the expected saving of each bin, and the
+    /// regression guard. Defaults to the workload the last layout run recorded, else
+    /// generated predicates on the clustering columns, else a full scan.
+    #[must_use]
+    pub fn with_workload(mut self, workload: Option<Arc<crate::workload::Workload>>) -> Self {
+        self.workload = workload;
+        self
+    }
+
+    /// Commit a layout that scans more files or bytes per run of a workload (given or
+    /// recorded) than the table as it is; refused with [`Error::LayoutRegression`]
+    /// otherwise. Defaults to false.
+    #[must_use]
+    pub fn with_allow_regression(mut self, allow: bool) -> Self {
+        self.allow_regression = allow;
+        self
+    }
+
     /// Fingerprints the rows read and the rows written, per partition, before committing,
     /// and refuses to commit on any difference ([`crate::optimize::Rewritten::verify`]). Off by default:
     /// it reads every written file back.
@@ -177,7 +225,74 @@ impl OptimizeOptions {
             read_concurrency: self.read_concurrency,
             spill_directory: self.spill_directory.clone(),
             threads: self.threads,
+            deadline: None,
+            order: Vec::new(),
         }
+    }
+}
+
+/// What bounds a run ([`OptimizeOptions::with_budget`]). The default bounds
+/// nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Budget {
+    /// Input bytes the run may rewrite (`--max-rewrite-bytes`); the last unit taken may pass
+    /// it.
+    pub max_rewrite_bytes: Option<u64>,
+    /// Wall time after which no new bin starts (`--max-duration`); bins running then finish.
+    pub max_duration: Option<Duration>,
+    /// Least share of cost a unit, and the run, must save (`--min-gain`), in `[0, 1)`.
+    pub min_gain: Option<f64>,
+}
+
+impl Budget {
+    /// A budget of these bounds.
+    #[must_use]
+    pub fn new(
+        max_rewrite_bytes: Option<u64>,
+        max_duration: Option<Duration>,
+        min_gain: Option<f64>,
+    ) -> Self {
+        Self {
+            max_rewrite_bytes,
+            max_duration,
+            min_gain,
+        }
+    }
+
+    /// Whether any bound is set (the run then estimates what each unit saves, [`crate::gain`]).
+    #[must_use]
+    pub fn is_set(&self) -> bool {
+        self.max_rewrite_bytes.is_some() || self.max_duration.is_some() || self.min_gain.is_some()
+    }
+
+    /// Checks the bounds on their own.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`]: a byte budget or duration of 0, a least gain outside
+    /// `[0, 1)`.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_rewrite_bytes == Some(0) {
+            return Err(Error::invalid_option(
+                crate::Setting::MaxRewriteBytes,
+                "must be greater than 0",
+            ));
+        }
+        if self.max_duration.is_some_and(|d| d.is_zero()) {
+            return Err(Error::invalid_option(
+                crate::Setting::MaxDuration,
+                "must be greater than 0",
+            ));
+        }
+        if let Some(g) = self.min_gain
+            && !(0.0..1.0).contains(&g)
+        {
+            return Err(Error::invalid_option(
+                crate::Setting::MinGain,
+                format!("must be in [0, 1), got {g}"),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -1,4 +1,5 @@
-//! Byte sizes as users write them (`64MiB`, `1GB`, `1048576`) and as people read them.
+//! Byte sizes as users write them (`64MiB`, `1GB`, `1048576`) and as people read them, and
+//! durations (`90s`, `1h30m`).
 
 use crate::error::{Error, Result};
 
@@ -140,6 +141,87 @@ pub fn exact_size(bytes: u64) -> String {
         }
     }
     bytes.to_string()
+}
+
+/// A byte count that is an average or an estimate (`f64`), rounded to whole bytes: 0 below
+/// 0, `u64::MAX` above it.
+#[must_use]
+pub fn whole_bytes(bytes: f64) -> u64 {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "rounded, and saturating as float-to-int casts do"
+    )]
+    let whole = bytes.max(0.0).round() as u64;
+    whole
+}
+
+/// Parses a duration: a plain non-negative number (seconds), or one or more parts of a
+/// number (decimals allowed) and a unit, case-insensitive, written together or apart:
+/// `ms`, `s` (`sec`), `m` (`min`), `h` (`hr`), `d` (`day`), e.g. `90s`, `45m`, `1h30m`,
+/// `2.5h`. Units as systemd's `systemd.time` and Go's `time.ParseDuration` write them.
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `option` when the text is empty, negative, has an
+/// unknown unit or a unit without a number, or does not fit.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use delta_layout::Setting;
+/// use delta_layout::size::parse_duration;
+/// assert_eq!(parse_duration(Setting::MaxDuration, "90")?, Duration::from_secs(90));
+/// assert_eq!(parse_duration(Setting::MaxDuration, "1h30m")?, Duration::from_secs(5400));
+/// assert_eq!(parse_duration(Setting::MaxDuration, "2.5 h")?, Duration::from_secs(9000));
+/// assert_eq!(parse_duration(Setting::MaxDuration, "250ms")?, Duration::from_millis(250));
+/// assert!(parse_duration(Setting::MaxDuration, "3 weeks").is_err());
+/// # Ok::<(), delta_layout::Error>(())
+/// ```
+pub fn parse_duration(option: crate::Setting, text: &str) -> Result<std::time::Duration> {
+    let bad = |why: &str| {
+        Error::invalid_option(
+            option.clone(),
+            format!("'{text}' is not a duration ({why}; e.g. 90s, 45m, 1h30m, 2d)"),
+        )
+    };
+    let lower = text.trim().to_ascii_lowercase();
+    if lower.is_empty() {
+        return Err(bad("empty"));
+    }
+    if let Ok(seconds) = lower.parse::<f64>() {
+        return if seconds.is_finite() && seconds >= 0.0 {
+            std::time::Duration::try_from_secs_f64(seconds).map_err(|_| bad("too long"))
+        } else {
+            Err(bad("negative or not a number"))
+        };
+    }
+    let mut total = 0.0_f64;
+    let mut rest = lower.as_str();
+    while !rest.trim_start().is_empty() {
+        rest = rest.trim_start();
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..number_end]
+            .parse()
+            .map_err(|_| bad("a unit needs a number before it"))?;
+        rest = rest[number_end..].trim_start();
+        let unit_end = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_end] {
+            "ms" => 0.001,
+            "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+            "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
+            "d" | "day" | "days" => 86_400.0,
+            "" => return Err(bad("a number needs a unit after it")),
+            _ => return Err(bad("unknown unit")),
+        };
+        total += number * seconds;
+        rest = &rest[unit_end..];
+    }
+    std::time::Duration::try_from_secs_f64(total).map_err(|_| bad("too long"))
 }
 
 #[cfg(test)]

@@ -13,8 +13,15 @@ also come from the environment (``AWS_*``, ``AZURE_*``, ``GOOGLE_*``), as for th
 
 Workloads: ``workload=`` (:func:`optimize`, :func:`plan`, :func:`report`) lays the rows out by
 a cut tree fitted to the queries a table serves (``--workload``), given as a workload file or
-as its lines; :func:`recommend` says which layout and file size suit a workload, and
+as its lines; with ``zorder=`` or ``hilbert=`` it measures the run instead (the savings a
+budget ranks bins by, the figures recorded in the commit, the regression guard); :func:`recommend` says which layout and file size suit a workload, and
 :func:`extract_workload` turns a SQL query history into a workload.
+
+Scheduled runs (see the README's "Running it on a schedule"): ``max_rewrite_bytes=``,
+``max_duration=`` and ``min_gain=`` bound a run; a run with nothing worth doing returns its
+document with ``nothing_worth_doing`` true (the CLI's exit code 4), and one whose layout would
+make the workload's scans dearer raises :class:`LayoutRegressionError` (exit code 5) unless
+``allow_regression=True``.
 
 Work orders (see the README's "Work orders"): :func:`plan` makes a :class:`Plan`,
 :func:`execute` runs some of its bins anywhere and returns :class:`BinResult` objects,
@@ -39,6 +46,7 @@ __all__ = [
     "CancelledError",
     "ConflictError",
     "DeltaLayoutError",
+    "LayoutRegressionError",
     "Plan",
     "WorkloadLike",
     "commit",
@@ -68,6 +76,12 @@ class DeltaLayoutError(Exception):
 class ConflictError(DeltaLayoutError):
     """A concurrent writer conflicted (exit code 3): nothing of this run was committed by the
     step that failed; it can be retried as is."""
+
+
+class LayoutRegressionError(DeltaLayoutError):
+    """The run's layout would make a run of the workload dearer than the table as it is (bytes
+    scanned plus 4 MiB per file; exit code 5): nothing was committed and the written files were
+    deleted; ``allow_regression=True`` commits it anyway."""
 
 
 class CancelledError(DeltaLayoutError):
@@ -107,6 +121,8 @@ def _run(argv: list[str], storage_options: Mapping[str, str] | None, ok: Sequenc
         raise ConflictError(message, code)
     if code == 130:
         raise CancelledError(message, code)
+    if code == 5:
+        raise LayoutRegressionError(message, code)
     raise DeltaLayoutError(message, code)
 
 
@@ -204,17 +220,6 @@ def _workload_file(workload: WorkloadLike | None) -> Iterator[str | None]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _check_layout(workload: object, zorder: object, hilbert: object) -> None:
-    """A cut tree is a layout of its own: ``workload`` with ``zorder`` or ``hilbert`` is refused."""
-    if workload is None:
-        return
-    for name, value in (("zorder", zorder), ("hilbert", hilbert)):
-        if value is not None:
-            raise ValueError(
-                f"workload= and {name}= cannot be given together: a workload lays rows out by a "
-                f"cut tree instead of a curve (give one of them)")
-
-
 def optimize(
     table_uri: str,
     *,
@@ -231,28 +236,31 @@ def optimize(
     """Optimizes the table at ``table_uri`` (``delta-layout optimize --json``).
 
     ``zorder`` / ``hilbert``: columns to cluster by ("a,b" or ["a", "b"]); ``workload``
-    instead: lay the rows out by a cut tree fitted to a workload (:data:`WorkloadLike`: a
-    workload file's path, its lines, or ``{predicate: weight}``); ``target_size``
+    alone: lay the rows out by a cut tree fitted to a workload (:data:`WorkloadLike`: a
+    workload file's path, its lines, or ``{predicate: weight}``), with a curve: measure the
+    run on it; ``max_rewrite_bytes`` (bytes or a size), ``max_duration`` ("45m", "1h30m")
+    and ``min_gain`` (a share, e.g. 0.05) bound the run; ``target_size``
     and ``memory_limit``: bytes (int) or a size ("128MiB"); ``where``: a predicate
     (``--where``: over partition columns it selects partitions, over other columns the files
     whose stats may match; ``where_include_unknown=True`` adds files without stats).
     Returns the ``--json`` document: ``version`` (committed, ``None`` for a dry run or nothing
     to do), ``files_removed``, ``files_added``, ``rows``, ``metrics``, ``plan`` (the run's work
-    order), ``report`` (skipping before and after), ...
+    order), ``report`` (skipping before and after), ``figures`` (files and bytes scanned per
+    run before and after, as recorded in the commit), ``selection`` (what a budget took and
+    left), ``nothing_worth_doing`` (``min_gain`` found nothing: the CLI's exit code 4), ...
 
     Raises :class:`DeltaLayoutError` (bad option, table or storage), :class:`ConflictError`
-    (another writer conflicted; nothing committed); ``ValueError`` for ``workload`` with
-    ``zorder`` or ``hilbert``, ``TypeError`` / ``ValueError`` for a workload of another type
-    or without a predicate.
+    (another writer conflicted; nothing committed), :class:`LayoutRegressionError` (the layout
+    would scan more; nothing committed); ``TypeError`` / ``ValueError`` for a workload of
+    another type or without a predicate.
     """
-    _check_layout(workload, zorder, hilbert)
     with _workload_file(workload) as workload_path:
         argv = ["optimize", table_uri, "--json", "--quiet"] + _flags(
             {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "workload": workload_path,
              "target_size": target_size, "where": where, "memory_limit": memory_limit,
              "dry_run": dry_run, **options})
         argv[1] = os.fspath(table_uri)
-        return _document(_run(argv, storage_options)[1])
+        return _document(_run(argv, storage_options, ok=(0, 4))[1])
 
 
 def report(
@@ -537,18 +545,19 @@ def plan(
     (a ``workload``'s cut trees are built here and carried in the order: executing and
     committing need no workload file); ``task_size`` splits large clustering scopes.
 
-    Raises :class:`DeltaLayoutError`; ``ValueError`` for ``workload`` with ``zorder`` or
-    ``hilbert``, ``TypeError`` / ``ValueError`` for a workload of another type or without a
-    predicate.
+    ``max_rewrite_bytes`` and ``min_gain`` choose the bins as :func:`optimize` does (a plan
+    with nothing worth doing has no bin).
+
+    Raises :class:`DeltaLayoutError`; ``TypeError`` / ``ValueError`` for a workload of another
+    type or without a predicate.
     """
-    _check_layout(workload, zorder, hilbert)
     with _workload_file(workload) as workload_path:
         argv = ["plan", table_uri] + _flags(
             {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "workload": workload_path,
              "target_size": target_size, "where": where, "memory_limit": memory_limit,
              "task_size": task_size, "out": out, **options})
         argv[1] = os.fspath(table_uri)
-        text = _run(argv, storage_options)[1]
+        text = _run(argv, storage_options, ok=(0, 4))[1]
     if out is None:
         return Plan.from_json(text)
     return Plan.load(out, storage_options)

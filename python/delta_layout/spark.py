@@ -114,7 +114,7 @@ def optimize(
     commit). ``options`` are :func:`delta_layout.plan`'s (``zorder``, ``hilbert``,
     ``target_size``, ``where``, ``task_size``, ``memory_limit``, ...). ``workload``
     (:data:`delta_layout.WorkloadLike`: a workload file's path on the driver, its lines, or
-    ``{predicate: weight}``) lays the rows out by a cut tree fitted to it instead of a curve:
+    ``{predicate: weight}``) lays the rows out by a cut tree fitted to it when no curve is given:
     the driver builds the tree when it plans and the order carries it, so executors need no
     workload file.
 
@@ -130,10 +130,9 @@ def optimize(
 
     Raises :class:`delta_layout.DeltaLayoutError` (planning, a bin that failed on every
     attempt, a result that does not belong to the order), :class:`delta_layout.ConflictError`;
-    ``ValueError`` for ``workload`` with ``zorder`` or ``hilbert`` (before anything runs),
     ``TypeError`` / ``ValueError`` for a workload of another type or without a predicate.
+    ``max_rewrite_bytes`` and ``min_gain`` choose the bins as :func:`delta_layout.plan` does.
     """
-    dl._check_layout(workload, options.get("zorder"), options.get("hilbert"))
     storage = {**_conf_storage_options(spark), **dict(storage_options or {})}
     work_dir = (work_dir or default_work_dir(table_uri)).rstrip("/")
     if "://" not in work_dir or work_dir.startswith("file://"):

@@ -341,6 +341,13 @@ pub struct ReportArgs {
     /// Also write a self-contained HTML page (inline SVG) to FILE.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub html: Option<std::path::PathBuf>,
+    /// Also say how much the layout has degraded since the last layout run of delta-layout:
+    /// files and bytes scanned per run of the workload it recorded (else generated
+    /// predicates on its clustering columns, else a full scan) on the version it committed
+    /// and now, the files written since, and the bytes the same run would rewrite now to
+    /// restore the layout.
+    #[arg(long, conflicts_with_all = ["compare", "version", "predicate"], help_heading = "Output")]
+    pub decay: bool,
 }
 
 /// `inspect` arguments.
@@ -380,6 +387,17 @@ pub struct OptimizeArgs {
     /// Print the plan and write nothing.
     #[arg(long, help_heading = "Planning")]
     pub dry_run: bool,
+    /// Start no bin after this much wall time (90s, 45m, 1h30m, 2d): bins running then
+    /// finish, and the run commits the bins done; the rest wait for the next run. Bins start
+    /// by expected saving per byte, best first (see --max-rewrite-bytes).
+    #[arg(long, value_name = "DURATION", help_heading = "Budget")]
+    pub max_duration: Option<String>,
+    /// Commit a layout that makes a run of the workload (--workload, or the one the last
+    /// layout run recorded) dearer than the table as it is: bytes scanned plus 4 MiB per
+    /// file opened, measured on the files written. Without it such a run commits nothing,
+    /// deletes its files and exits with code 5 (--min-gain skips such bins before writing).
+    #[arg(long, help_heading = "Budget")]
+    pub allow_regression: bool,
     /// Compact in one round, as work orders do: small files that bins left because their
     /// output came out smaller than estimated stay for the next run, and the run writes
     /// exactly what `--dry-run` shows.
@@ -448,12 +466,7 @@ pub struct PlanningArgs {
     )]
     pub zorder: Option<Vec<String>>,
     /// Cluster along a Hilbert curve over 1 to 6 columns (as --zorder; better locality).
-    #[arg(
-        long,
-        value_name = "COLS",
-        conflicts_with = "workload",
-        help_heading = "Curve"
-    )]
+    #[arg(long, value_name = "COLS", help_heading = "Curve")]
     pub hilbert: Option<Vec<String>>,
     /// Lay rows out by a cut tree fitted to the queries of this workload file (one
     /// predicate per line, `WEIGHT<TAB>` before it for queries that ran more than once; `-`
@@ -465,13 +478,28 @@ pub struct PlanningArgs {
     /// used columns. The tree is recorded in the commit and the files' tags: a re-run on an
     /// unchanged table does nothing, and new rows are routed through the same tree; another
     /// workload or --full builds a new one.
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "zorder",
-        help_heading = "Curve"
-    )]
+    ///
+    /// With --zorder or --hilbert the rows follow the curve, and the workload measures the
+    /// run instead: its bins' expected savings, the figures recorded in the commit, and the
+    /// regression guard (see --allow-regression). The commit records the workload, and later
+    /// runs without --workload are measured on it.
+    #[arg(long, value_name = "FILE", help_heading = "Curve")]
     pub workload: Option<std::path::PathBuf>,
+    /// Rewrite about this many input bytes at most (units as sizes): bins are taken by their
+    /// expected saving per byte rewritten, best first, until the budget is spent (the last
+    /// bin taken may pass it); the others wait for the next run.
+    ///
+    /// Savings are per run of the workload (--workload, else the one the last layout run
+    /// recorded), else of generated predicates on the clustering columns, else of a full
+    /// scan; a query pays its bytes plus 4 MiB per file it opens.
+    #[arg(long, value_name = "SIZE", help_heading = "Budget")]
+    pub max_rewrite_bytes: Option<String>,
+    /// Run no bin that saves less than this share of its input files' scan cost, and nothing
+    /// when the bins together save less than this share of the table's (a number between 0
+    /// and 1, e.g. 0.05). A run with nothing worth doing commits nothing and exits with code
+    /// 4.
+    #[arg(long, value_name = "RATIO", help_heading = "Budget")]
+    pub min_gain: Option<f64>,
     /// Cubes of clustered files this large are sealed: re-runs never merge them (units as
     /// sizes).
     ///

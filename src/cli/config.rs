@@ -35,8 +35,13 @@ pub fn read_workload(path: &std::path::Path) -> crate::Result<crate::workload::W
     }
 }
 
+/// The layout of `--zorder`, `--hilbert` or `--workload` (a cut tree, when no curve is
+/// given).
 fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
-    if let Some(path) = &args.workload {
+    if let Some(path) = &args.workload
+        && args.zorder.is_none()
+        && args.hilbert.is_none()
+    {
         let mut request = ClusterRequest::cuts(read_workload(path)?);
         request.cube_bytes = size(crate::Setting::CubeSize, args.cube_size.as_deref())?;
         request.full = args.full;
@@ -118,10 +123,19 @@ fn read_predicates(path: &std::path::Path) -> anyhow::Result<Vec<(Predicate, usi
 /// Builds the library options of `optimize`.
 pub fn optimize_options(args: OptimizeArgs) -> anyhow::Result<OptimizeOptions> {
     // `--json` prints the run as a work order.
-    let options = planning_options(&args.planning)?
+    let mut options = planning_options(&args.planning)?
         .with_dry_run(args.dry_run)
         .with_single_round(args.single_round)
-        .with_work_order(args.json);
+        .with_work_order(args.json)
+        .with_allow_regression(args.allow_regression);
+    if let Some(text) = &args.max_duration {
+        let mut budget = options.budget();
+        budget.max_duration = Some(crate::size::parse_duration(
+            crate::Setting::MaxDuration,
+            text,
+        )?);
+        options = options.with_budget(budget)?;
+    }
     execution_options(options, &args.execution)
 }
 
@@ -154,11 +168,27 @@ pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> 
     }
     let codec = crate::rewrite::write::Codec::parse(&args.compression)
         .map_err(|m| super::words::bad_flag("--compression", m))?;
+    let budget = crate::prepare::Budget::new(
+        size(
+            crate::Setting::MaxRewriteBytes,
+            args.max_rewrite_bytes.as_deref(),
+        )?,
+        None,
+        args.min_gain,
+    );
+    let workload = args
+        .workload
+        .as_deref()
+        .map(read_workload)
+        .transpose()?
+        .map(std::sync::Arc::new);
     Ok(OptimizeOptions::default()
         .with_codec(codec)
         .with_plan(plan)
         .with_memory_limit(memory_limit)
-        .with_verify(args.verify))
+        .with_verify(args.verify)
+        .with_budget(budget)?
+        .with_workload(workload))
 }
 
 /// Adds the options of the process that runs bins (`optimize`, `execute`).

@@ -67,11 +67,13 @@ fn error_line(err: &anyhow::Error) -> String {
 }
 
 /// Exit code for a failed run: 130 cancelled, 3 a concurrent writer conflicted (nothing was
-/// committed; the run can be retried as is), 2 anything else.
+/// committed; the run can be retried as is), 5 the layout would scan more than the table as
+/// it is ([`EXIT_LAYOUT_REGRESSION`]), 2 anything else.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<crate::Error>() {
         Some(crate::Error::Cancelled) => 130,
         Some(crate::Error::ConcurrentModification { .. } | crate::Error::CommitStopped { .. }) => 3,
+        Some(crate::Error::LayoutRegression { .. }) => EXIT_LAYOUT_REGRESSION,
         _ => 2,
     }
 }
@@ -440,8 +442,12 @@ fn run_plan(context: &Context, args: args::PlanArgs) -> anyhow::Result<ExitCode>
     let mut out = context.stdout.borrow_mut();
     let mut stdout: &mut dyn std::io::Write = &mut **out;
     let mut err = context.stderr.borrow_mut();
-    workorders::plan(runtime, &mut stdout, &mut **err, at(&args.table), &args)?;
+    let nothing_worth_doing =
+        workorders::plan(runtime, &mut stdout, &mut **err, at(&args.table), &args)?;
     stdout.flush()?;
+    if nothing_worth_doing {
+        return Ok(ExitCode::from(EXIT_NOTHING_WORTH_DOING));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -585,6 +591,11 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
             .as_ref()
             .map(|w| crate::report::score::score(&table, w))
             .transpose()?;
+        let decay = if args.decay {
+            Some(runtime.block_on(crate::history::decay(at(&args.table)))?)
+        } else {
+            None
+        };
         if let Some(path) = &args.html {
             write_html(path, &crate::report::html::render(None, &report))?;
         }
@@ -593,6 +604,9 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
             if let Some(score) = &score {
                 value["workload"] = serde_json::to_value(score)?;
             }
+            if let Some(decay) = &decay {
+                value["decay"] = serde_json::to_value(decay)?;
+            }
             // A string first: a closed pipe then surfaces as an io::Error (exit 0).
             writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
         } else {
@@ -600,6 +614,10 @@ fn run_report(context: &Context, args: args::ReportArgs) -> anyhow::Result<ExitC
             if let Some(score) = &score {
                 writeln!(stdout)?;
                 render::workload_score(&mut stdout, "workload", score)?;
+            }
+            if let Some(decay) = &decay {
+                writeln!(stdout)?;
+                render::decay(&mut stdout, decay.as_ref())?;
             }
         }
     }
@@ -813,8 +831,21 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
         }
     }
     stdout.flush()?;
+    if outcome
+        .selection
+        .as_ref()
+        .is_some_and(|s| s.nothing_worth_doing)
+    {
+        return Ok(ExitCode::from(EXIT_NOTHING_WORTH_DOING));
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Exit code of an `optimize` or `plan` whose `--min-gain` found nothing worth doing: it
+/// committed (or planned) nothing, and the table is as it was.
+pub const EXIT_NOTHING_WORTH_DOING: u8 = 4;
+/// Exit code of an `optimize` refused by the regression guard ([`crate::Error::LayoutRegression`]).
+pub const EXIT_LAYOUT_REGRESSION: u8 = 5;
 
 #[cfg(test)]
 mod tests {

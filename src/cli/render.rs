@@ -110,8 +110,19 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
 /// Text form of `optimize`.
 pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
     if o.dry_run {
-        plan(out, &o.plan)?;
+        // A plan the budget emptied is not "nothing to do".
+        if o
+            .selection
+            .as_ref()
+            .is_none_or(|s| s.bins_planned == 0 || !s.bins_taken.is_empty())
+        {
+            plan(out, &o.plan)?;
+        }
+        gain(out, o)?;
         return writeln!(out, "dry run: nothing was written");
+    }
+    if o.selection.as_ref().is_some_and(|s| s.nothing_worth_doing) {
+        return gain(out, o);
     }
     let left_alone = if o.bins_left_alone > 0 {
         format!(
@@ -163,7 +174,99 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
                 writeln!(out, "{}", left_alone.trim_start_matches("; "))
             }
         }),
+    }?;
+    gain(out, o)
+}
+
+/// What a budget took and left, and what the run bought: the lines after the commit line
+/// (or the plan of a dry run).
+pub fn gain(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
+    if let Some(s) = &o.selection {
+        selection(out, s, o.read_version)?;
     }
+    if o.bins_past_deadline > 0 {
+        writeln!(
+            out,
+            "  left for a later run: {} ({}) not started before --max-duration",
+            count(o.bins_past_deadline, "bin"),
+            format_size(o.bytes_past_deadline)
+        )?;
+    }
+    if let Some(f) = &o.figures {
+        writeln!(
+            out,
+            "per run of {} ({}): files scanned {:.1} -> {:.1}, bytes scanned {} -> {} (recorded in the commit)",
+            f.measure.words(),
+            count(f.runs, "run"),
+            f.before.files_scanned,
+            f.after.files_scanned,
+            format_size(crate::size::whole_bytes(f.before.bytes_scanned)),
+            format_size(crate::size::whole_bytes(f.after.bytes_scanned)),
+        )?;
+    }
+    Ok(())
+}
+
+/// What a budget took and left, of a plan of version `version`.
+pub fn selection(
+    out: &mut (impl Write + ?Sized),
+    s: &crate::gain::Selection,
+    version: u64,
+) -> io::Result<()> {
+    {
+        let measure = s.measure.map_or("the measure", |m| m.words());
+        let share = |x: f64| {
+            if s.cost_before > 0.0 {
+                percent(x / s.cost_before)
+            } else {
+                "0.0%".to_string()
+            }
+        };
+        if s.nothing_worth_doing && s.bins_planned == 0 {
+            writeln!(
+                out,
+                "nothing worth doing at version {version}: the plan rewrites nothing (exit code 4 with --min-gain)"
+            )?;
+        } else if s.nothing_worth_doing {
+            writeln!(
+                out,
+                "nothing worth doing at version {version}: the planned bins would save {} of the table's scan cost per run of {measure}, below --min-gain (exit code 4)",
+                share(s.gain_available)
+            )?;
+        } else {
+            writeln!(
+                out,
+                "budget: took {} of {} planned ({} of {}), expected to save {} of the table's scan cost per run of {measure} ({} of what the whole plan saves)",
+                count(s.bins_taken.len() as u64, "bin"),
+                s.bins_planned,
+                format_size(s.bytes_taken),
+                format_size(s.bytes_planned),
+                share(s.expected_gain),
+                if s.gain_available > 0.0 {
+                    percent(s.expected_gain / s.gain_available)
+                } else {
+                    "all".to_string()
+                }
+            )?;
+        }
+        if s.bins_over_budget > 0 {
+            writeln!(
+                out,
+                "  left for a later run: {} ({}) over --max-rewrite-bytes",
+                count(s.bins_over_budget, "bin"),
+                format_size(s.bytes_over_budget)
+            )?;
+        }
+        if s.bins_below_gain > 0 && !s.nothing_worth_doing {
+            writeln!(
+                out,
+                "  not run: {} ({}) saving less than --min-gain",
+                count(s.bins_below_gain, "bin"),
+                format_size(s.bytes_below_gain)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// JSON form of `optimize`: the documented fields first, then the plan.
@@ -187,6 +290,11 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "duration_ms": u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
         "metrics": o.metrics,
         "checkpoint": o.checkpoint,
+        "nothing_worth_doing": o.selection.as_ref().is_some_and(|s| s.nothing_worth_doing),
+        "selection": o.selection,
+        "bins_past_deadline": o.bins_past_deadline,
+        "bytes_past_deadline": o.bytes_past_deadline,
+        "figures": o.figures,
         // The work order (`plan`'s document) when the run kept it, else the plan.
         "plan": o.work_order.as_ref().map_or_else(
             || serde_json::to_value(&o.plan).unwrap_or(Value::Null),
@@ -571,9 +679,11 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
         "files added",
         "bytes removed",
         "bytes added",
+        "files scanned/run",
+        "bytes scanned/run",
         "engine",
     ];
-    let rows: Vec<[String; 10]> = h
+    let rows: Vec<[String; 12]> = h
         .runs
         .iter()
         .map(|r| {
@@ -595,6 +705,20 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
                 count(r.files_added),
                 size(r.bytes_removed),
                 size(r.bytes_added),
+                r.gain.as_ref().map_or_else(
+                    || "-".into(),
+                    |g| format!("{:.1} -> {:.1}", g.before.files_scanned, g.after.files_scanned),
+                ),
+                r.gain.as_ref().map_or_else(
+                    || "-".into(),
+                    |g| {
+                        format!(
+                            "{} -> {}",
+                            format_size(crate::size::whole_bytes(g.before.bytes_scanned)),
+                            format_size(crate::size::whole_bytes(g.after.bytes_scanned))
+                        )
+                    },
+                ),
                 r.engine_info.clone().unwrap_or_else(|| "-".into()),
             ]
         })
@@ -607,7 +731,7 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
     }
     // Numbers right-aligned, text left-aligned; the last column unpadded.
     let right = [
-        true, false, false, false, false, true, true, true, true, false,
+        true, false, false, false, false, true, true, true, true, true, true, false,
     ];
     let line = |out: &mut dyn Write, cells: &[&str]| -> io::Result<()> {
         let mut text = String::new();
@@ -632,7 +756,81 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
     for row in &rows {
         line(out, &row.each_ref().map(String::as_str))?;
     }
+    if let Some(measures) = measures_legend(h) {
+        writeln!(out, "{measures}")?;
+    }
     Ok(())
+}
+
+/// The legend of `history`'s scanned columns: what each run was measured on; `None` when no
+/// run recorded figures.
+fn measures_legend(h: &History) -> Option<String> {
+    let mut seen: Vec<&'static str> = Vec::new();
+    for run in &h.runs {
+        if let Some(g) = &run.gain
+            && !seen.contains(&g.measure.words())
+        {
+            seen.push(g.measure.words());
+        }
+    }
+    (!seen.is_empty()).then(|| {
+        format!(
+            "scanned/run: before -> after the run, per run of what it was measured on ({})",
+            seen.join("; ")
+        )
+    })
+}
+
+/// The decay of the layout since the last layout run (`report --decay`).
+pub fn decay(out: &mut impl Write, d: Option<&crate::history::Decay>) -> io::Result<()> {
+    let Some(d) = d else {
+        return writeln!(
+            out,
+            "decay: no layout run of delta-layout recorded what it bought in the log (optimize records it)"
+        );
+    };
+    writeln!(
+        out,
+        "decay since the layout run of version {} ({}, {}), per run of {} ({}):",
+        d.run_version,
+        d.run_timestamp.as_deref().unwrap_or("-"),
+        d.layout,
+        d.measure.words(),
+        count(d.runs, "run"),
+    )?;
+    writeln!(
+        out,
+        "  files scanned  {:.1} after the run -> {:.1} now ({:+.1}%)",
+        d.after_run.files_scanned,
+        d.now.files_scanned,
+        d.files_scanned_growth * 100.0
+    )?;
+    writeln!(
+        out,
+        "  bytes scanned  {} after the run -> {} now ({:+.1}%)",
+        format_size(crate::size::whole_bytes(d.after_run.bytes_scanned)),
+        format_size(crate::size::whole_bytes(d.now.bytes_scanned)),
+        d.bytes_scanned_growth * 100.0
+    )?;
+    writeln!(
+        out,
+        "  written since  {} ({}) in {} since the run",
+        count(d.files_since, "file"),
+        format_size(d.bytes_since),
+        count(d.version - d.run_version, "version"),
+    )?;
+    match (d.restore_bytes, d.restore_bins) {
+        (Some(bytes), Some(bins)) => writeln!(
+            out,
+            "  to restore     the same run would rewrite {} in {} now",
+            format_size(bytes),
+            count(bins, "bin")
+        ),
+        _ => writeln!(
+            out,
+            "  to restore     unknown: the run's cut tree workload was not recorded"
+        ),
+    }
 }
 
 /// Text summary of a work order (`plan`), for standard error.

@@ -31,6 +31,9 @@ pub fn flag(setting: &Setting) -> String {
         Setting::Holdout => "--holdout",
         Setting::FileCost => "--file-cost",
         Setting::MinGain => "--min-gain",
+        Setting::MaxRewriteBytes => "--max-rewrite-bytes",
+        Setting::MaxDuration => "--max-duration",
+        Setting::AllowRegression => "--allow-regression",
         Setting::Layouts => "--layout",
         Setting::Sample => "--sample",
         Setting::TargetSizes => "--target-sizes",
@@ -97,6 +100,10 @@ pub fn error(err: &anyhow::Error) -> Option<String> {
             flag(&Setting::Retain),
             flag(override_with)
         ),
+        Error::LayoutRegression { allow_with, .. } => {
+            let line = err.downcast_ref::<Error>()?.to_string();
+            line.replace(&allow_with.to_string(), &flag(allow_with))
+        }
         _ => return None,
     })
 }

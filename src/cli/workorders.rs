@@ -21,7 +21,7 @@ pub fn plan(
     stderr: &mut dyn Write,
     location: TableLocation,
     args: &PlanArgs,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let options = config::planning_options(&args.planning)?;
     let storage = location.storage_options.clone();
     if let Some(out) = &args.out {
@@ -31,7 +31,13 @@ pub fn plan(
         crate::Setting::TaskSize,
         args.task_size.as_deref(),
     )?);
-    let order = runtime.block_on(workorder::plan(location, &options, &split))?;
+    let (order, selection) =
+        runtime.block_on(workorder::plan_within_budget(location, &options, &split))?;
+    if let Some(selection) = &selection
+        && !args.quiet
+    {
+        render::selection(stderr, selection, order.plan.table_version)?;
+    }
     match &args.out {
         Some(out) => {
             let written = runtime.block_on(workorder::write_order(
@@ -47,7 +53,7 @@ pub fn plan(
         // One document: shards need a place beside the head.
         None => writeln!(stdout, "{}", order.to_json()?)?,
     }
-    Ok(())
+    Ok(selection.is_some_and(|s| s.nothing_worth_doing))
 }
 
 /// `execute`: the result document to `--out` or standard output.

@@ -70,9 +70,16 @@ pub(crate) struct RewriteContext {
     pub memory_limit_bytes: u64,
     pub spill_directory: Option<std::path::PathBuf>,
     pub codec: write::Codec,
+    /// No bin starts after it ([`Settings::deadline`]).
+    pub deadline: Option<std::time::Instant>,
+    /// Bin ids in the order they start ([`Settings::order`]).
+    pub order: Vec<usize>,
 }
 
 /// Runs every bin of `plan`. Blocking: call it off the async runtime.
+///
+/// Bins start in `context.order` (bin ids; the bins it leaves out after, in plan order); a
+/// bin that would start after `context.deadline` does not run and has no outcome.
 ///
 /// # Errors
 /// The first bin error (a [`Error::DataFile`] for a bad input, [`Error::ObjectStore`] or
@@ -112,18 +119,38 @@ pub(crate) fn execute(
         .thread_name(|i| format!("delta-layout-{i}"))
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the worker pool: {e}")))?;
-    let work: Vec<(&Bin, &PartitionPlan)> = plan
+    let mut work: Vec<(&Bin, &PartitionPlan)> = plan
         .partitions
         .iter()
         .flat_map(|p| p.bins.iter().map(move |b| (b, p)))
         .collect();
+    if !context.order.is_empty() {
+        let rank: std::collections::HashMap<usize, usize> = context
+            .order
+            .iter()
+            .enumerate()
+            .map(|(k, &id)| (id, k))
+            .collect();
+        work.sort_by_key(|(bin, _)| rank.get(&bin.id).copied().unwrap_or(usize::MAX));
+    }
     // The first failed bin stops the run: bins not started yet are skipped (`None`), so a
-    // store that went away costs one timeout, not one per bin.
+    // store that went away costs one timeout, not one per bin. Each task takes the next bin
+    // of `work`, so bins start in its order.
     let failed = std::sync::atomic::AtomicBool::new(false);
+    let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<Option<(Result<BinOutcome>, Vec<WrittenFile>)>> = pool.install(|| {
-        work.par_iter()
-            .map(|(bin, partition)| {
+        (0..work.len())
+            .into_par_iter()
+            .map(|_| {
                 if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    return None;
+                }
+                let (bin, partition) =
+                    work[next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)];
+                if context
+                    .deadline
+                    .is_some_and(|deadline| std::time::Instant::now() >= deadline)
+                {
                     return None;
                 }
                 let result = run_bin(table, plan, context, bin, partition, progress);
@@ -412,6 +439,10 @@ pub(crate) struct Settings {
     pub spill_directory: Option<std::path::PathBuf>,
     /// Worker threads, 0 for one per core.
     pub threads: usize,
+    /// No bin starts after this instant (`--max-duration`); `None`: no limit.
+    pub deadline: Option<std::time::Instant>,
+    /// Bin ids in the order they start (best expected saving first); empty: plan order.
+    pub order: Vec<usize>,
 }
 
 /// The execute step shared by `optimize` and the work orders' `execute`: writes the new files
@@ -478,6 +509,8 @@ pub(crate) async fn write_bins(
         spill_directory: options.spill_directory.clone(),
         codec: options.codec,
         reader,
+        deadline: options.deadline,
+        order: options.order.clone(),
     };
     let task = tokio::task::spawn_blocking(move || {
         let result = execute(&table, &plan, &context, progress.as_ref());

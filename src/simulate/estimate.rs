@@ -46,8 +46,9 @@ pub(crate) struct Rows {
 
 impl Rows {
     /// Reads every file of `table` through `reader` (its sample applied), keeping the
-    /// top-level columns that hold one of `leaves`. Runs on rayon's threads; call it off the
-    /// async runtime.
+    /// top-level columns that hold one of `leaves`; with `only` (parallel to the files),
+    /// just the files it marks, the others holding no rows. Runs on rayon's threads; call it
+    /// off the async runtime.
     ///
     /// # Errors
     /// The read errors of the files ([`Error::DataFile`]); [`Error::Cancelled`].
@@ -57,12 +58,17 @@ impl Rows {
         leaves: &[LeafColumn],
         fractions: &[f64],
         seed: u64,
+        only: Option<&[bool]>,
     ) -> Result<Self> {
         let keep: Vec<&str> = leaves.iter().map(|l| l.physical[0].as_str()).collect();
         let read = table
             .files
             .par_iter()
-            .map(|file| {
+            .enumerate()
+            .map(|(i, file)| {
+                if only.is_some_and(|only| !only[i]) {
+                    return Ok((Vec::new(), Vec::new()));
+                }
                 let batches = reader
                     .read(file)?
                     .into_iter()
@@ -152,15 +158,7 @@ pub(crate) fn estimate(
         .iter()
         .flat_map(|p| p.bins.iter().map(move |b| (b, p)))
         .collect();
-    let per_bin = bins
-        .par_iter()
-        .map(|(bin, partition)| {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(Error::Cancelled);
-            }
-            estimate_bin(table, plan, partition, bin, rows, settings, cancel)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let per_bin = estimate_bins(table, plan, rows, settings, cancel)?;
     // The files the plan leaves alone stay in the table, as a build leaves them (already
     // clustered files, files compaction does not pick).
     let mut in_plan = vec![false; table.files.len()];
@@ -195,6 +193,34 @@ pub(crate) fn estimate(
     let mut table = table.clone();
     table.files = files;
     Ok(Estimated { table, touched })
+}
+
+/// Per bin of `plan` (in partition, then bin order), the files a build of it would write,
+/// estimated from `rows` as [`estimate`] does, and per file the updates that touch it (bits).
+/// Only the rows of the bins' files are used: [`Rows::read`] may leave the others out.
+///
+/// # Errors
+/// As [`estimate`].
+pub(crate) fn estimate_bins(
+    table: &TableView,
+    plan: &Plan,
+    rows: &Rows,
+    settings: &Settings,
+    cancel: &AtomicBool,
+) -> Result<Vec<(Vec<DataFile>, Vec<u8>)>> {
+    let bins: Vec<(&Bin, &PartitionPlan)> = plan
+        .partitions
+        .iter()
+        .flat_map(|p| p.bins.iter().map(move |b| (b, p)))
+        .collect();
+    bins.par_iter()
+        .map(|(bin, partition)| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
+            estimate_bin(table, plan, partition, bin, rows, settings, cancel)
+        })
+        .collect()
 }
 
 /// A file the plan leaves alone, as the estimate's table holds it: the file itself when

@@ -272,7 +272,7 @@ pub(crate) async fn estimate_layouts(
         let needed = needed.clone();
         let seed = job.seed;
         tokio::task::spawn_blocking(move || {
-            estimate::Rows::read(&table, &reader, &needed, &UPDATE_FRACTIONS, seed)
+            estimate::Rows::read(&table, &reader, &needed, &UPDATE_FRACTIONS, seed, None)
         })
         .await
         .map_err(|e| Error::TaskFailed {

@@ -470,12 +470,42 @@ pub async fn plan(
     options: &OptimizeOptions,
     split: &SplitOptions,
 ) -> Result<WorkOrder> {
+    Ok(plan_within_budget(location, options, split).await?.0)
+}
+
+/// [`plan`], with the bins chosen under `options`' budget
+/// ([`OptimizeOptions::with_budget`]: its bytes and least gain; a duration bounds
+/// `optimize` only) before scopes are split, and what the budget took and left.
+///
+/// # Errors
+/// As [`plan`]; the read errors of the estimate's sample ([`crate::gain`]).
+pub async fn plan_within_budget(
+    location: impl Into<TableLocation>,
+    options: &OptimizeOptions,
+    split: &SplitOptions,
+) -> Result<(WorkOrder, Option<crate::gain::Selection>)> {
     let table = TableView::load(location, None).await?;
     table.protocol.check_writable(&table.display_location())?;
     let mut plan = crate::prepare::plan_sized(&table, options).await?;
     if plan.run_id.is_empty() {
         plan.run_id = plan::new_run_id();
     }
+    let budget = options.budget();
+    let selection = if budget.max_rewrite_bytes.is_some() || budget.min_gain.is_some() {
+        let measure =
+            crate::gain::Measure::resolve(&table, options.workload().cloned(), &plan).await?;
+        let units = if plan.is_empty() {
+            Vec::new()
+        } else {
+            crate::gain::estimate(&table, &plan, &measure, options).await?
+        };
+        let mut selection = crate::gain::select(units, measure.scan(&table)?.cost(), &budget);
+        selection.measure = Some(measure.source);
+        crate::gain::apply(&mut plan, &selection);
+        Some(selection)
+    } else {
+        None
+    };
     if let Some(task_bytes) = split.max_task_bytes {
         if task_bytes == 0 {
             return Err(Error::invalid_option(
@@ -494,7 +524,10 @@ pub async fn plan(
     if !plan.is_empty() {
         crate::commit::check_atomic_commits(&table, &plan.run_id).await?;
     }
-    WorkOrder::new(&table, plan, OrderSettings::of(options))
+    Ok((
+        WorkOrder::new(&table, plan, OrderSettings::of(options))?,
+        selection,
+    ))
 }
 
 /// How `plan` splits clustering scopes too large for one task.

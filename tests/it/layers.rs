@@ -24,7 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "run preparation, commits, simulation, row fingerprints",
-        &["prepare", "commit", "simulate", "verify"],
+        &["prepare", "commit", "simulate", "gain", "verify"],
     ),
     (
         "jobs",

@@ -2,6 +2,7 @@
 
 mod cli;
 mod cluster;
+mod budget;
 mod commit;
 mod compaction;
 mod cuts;
