@@ -940,7 +940,10 @@ mod tests {
         assert_eq!(s.bytes_taken, 0);
         assert_eq!(s.bins_below_gain, 5);
         let s = select(Vec::new(), 10.0, &Budget::new(None, None, Some(0.0)));
-        assert!(s.nothing_worth_doing, "an empty plan is nothing worth doing");
+        assert!(
+            s.nothing_worth_doing,
+            "an empty plan is nothing worth doing"
+        );
     }
 
     #[test]

@@ -306,9 +306,11 @@ pub async fn decay(location: impl Into<crate::table::TableLocation>) -> Result<O
     let layout = run.curve.clone().unwrap_or_else(|| "none".into());
     let request = match layout.as_str() {
         "none" => Some(None),
-        crate::plan::cuts::CUTS_NAME => recorded
-            .as_ref()
-            .map(|w| Some(crate::plan::cluster::ClusterRequest::cuts(w.as_ref().clone()))),
+        crate::plan::cuts::CUTS_NAME => recorded.as_ref().map(|w| {
+            Some(crate::plan::cluster::ClusterRequest::cuts(
+                w.as_ref().clone(),
+            ))
+        }),
         curve => crate::curve::Curve::parse(curve).map(|curve| {
             Some(crate::plan::cluster::ClusterRequest::new(
                 curve,

@@ -497,12 +497,10 @@ pub async fn rewrite(
             rewritten.abort().await?;
             return Err(Error::LayoutRegression {
                 table,
-                measure: measure
-                    .recorded_at
-                    .map_or_else(
-                        || figures.measure.words().to_string(),
-                        |v| format!("the workload recorded at version {v}"),
-                    ),
+                measure: measure.recorded_at.map_or_else(
+                    || figures.measure.words().to_string(),
+                    |v| format!("the workload recorded at version {v}"),
+                ),
                 before_files: figures.before.files_scanned,
                 before_bytes: crate::size::whole_bytes(figures.before.bytes_scanned),
                 after_files: figures.after.files_scanned,

@@ -111,8 +111,7 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
 pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
     if o.dry_run {
         // A plan the budget emptied is not "nothing to do".
-        if o
-            .selection
+        if o.selection
             .as_ref()
             .is_none_or(|s| s.bins_planned == 0 || !s.bins_taken.is_empty())
         {
@@ -707,7 +706,12 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
                 size(r.bytes_added),
                 r.gain.as_ref().map_or_else(
                     || "-".into(),
-                    |g| format!("{:.1} -> {:.1}", g.before.files_scanned, g.after.files_scanned),
+                    |g| {
+                        format!(
+                            "{:.1} -> {:.1}",
+                            g.before.files_scanned, g.after.files_scanned
+                        )
+                    },
                 ),
                 r.gain.as_ref().map_or_else(
                     || "-".into(),

@@ -124,7 +124,10 @@ fn the_commit_records_what_report_computes_on_the_committed_version() {
     assert_eq!(record.measure, MeasureSource::Workload);
     assert_eq!((record.queries, record.runs), (3, 6));
     assert_eq!(record.max_rewrite_bytes, Some(4096));
-    assert_eq!(record.bytes_rewritten, json["bytes_removed"].as_u64().unwrap());
+    assert_eq!(
+        record.bytes_rewritten,
+        json["bytes_removed"].as_u64().unwrap()
+    );
     assert!(record.bins_left > 0);
     assert_eq!(
         info["delta-layout.workload"].as_str(),
@@ -134,7 +137,10 @@ fn the_commit_records_what_report_computes_on_the_committed_version() {
     let measure = Workload::parse(WORKLOAD, "w").unwrap();
     let score = |v: u64| {
         let table = crate::fixture::runtime()
-            .block_on(delta_layout::table::TableView::load(location.as_str(), Some(v)))
+            .block_on(delta_layout::table::TableView::load(
+                location.as_str(),
+                Some(v),
+            ))
             .unwrap();
         delta_layout::report::score::score(&table, &measure).unwrap()
     };
@@ -341,7 +347,10 @@ fn a_time_budget_starts_no_bin_after_its_deadline() {
         .unwrap();
     let outcome = optimize(&location, &past).unwrap();
     assert_eq!(outcome.version, None);
-    assert_eq!(outcome.bins_past_deadline, outcome.plan.bins().count() as u64);
+    assert_eq!(
+        outcome.bins_past_deadline,
+        outcome.plan.bins().count() as u64
+    );
     assert_eq!(
         outcome.bytes_past_deadline,
         outcome.plan.bins().map(|b| b.input_bytes).sum::<u64>()
@@ -422,9 +431,12 @@ fn report_decay_measures_the_layout_since_the_last_run() {
     assert_eq!(later["restore_bytes"], plan["bytes_removed"], "{later}");
     // In words too; a table no run laid out has nothing to say.
     let text = String::from_utf8_lossy(&cli(&["report", &location, "--decay"]).stdout).into_owned();
-    assert!(text.contains("decay since the layout run of version"), "{text}");
+    assert!(
+        text.contains("decay since the layout run of version"),
+        "{text}"
+    );
     let other = Fixture::copy(TABLE);
-    let text =
-        String::from_utf8_lossy(&cli(&["report", &other.location(), "--decay"]).stdout).into_owned();
+    let text = String::from_utf8_lossy(&cli(&["report", &other.location(), "--decay"]).stdout)
+        .into_owned();
     assert!(text.contains("decay: no layout run"), "{text}");
 }

@@ -82,7 +82,10 @@ fn lists_a_compaction_and_a_zorder_run_newest_first() {
     assert_eq!(runs[1]["gain"]["measure"], "full-scan");
     assert_eq!(runs[1]["gain"]["before"]["filesScanned"], 12.0);
     assert_eq!(runs[1]["gain"]["after"]["filesScanned"], 1.0);
-    assert_eq!(runs[1]["gain"]["bytesRewritten"], compaction["bytes_removed"]);
+    assert_eq!(
+        runs[1]["gain"]["bytesRewritten"],
+        compaction["bytes_removed"]
+    );
     assert_eq!(runs[0]["gain"]["measure"], "default-predicates");
     assert_eq!(runs[0]["gain"]["bytesRewritten"], zorder["bytes_removed"]);
     // Timestamps: ISO 8601 UTC of the commit's own `timestamp`, newest first.

@@ -1,8 +1,8 @@
 //! Integration tests on real Delta tables (copies of `testdata/`).
 
+mod budget;
 mod cli;
 mod cluster;
-mod budget;
 mod commit;
 mod compaction;
 mod cuts;
