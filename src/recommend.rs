@@ -54,9 +54,9 @@ use crate::workload::Workload;
 pub const DEFAULT_TARGET_SIZES: [u64; 5] = [64 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30];
 /// Default number of candidate columns the curves combine: 4.
 pub const DEFAULT_MAX_COLUMNS: usize = 4;
-/// Default bytes a query pays to open one file: 4 MiB, about what an object store serves in
-/// the latency of one request (20 to 40 ms at 100 to 200 MB/s).
-pub const DEFAULT_FILE_COST_BYTES: u64 = 4 << 20;
+/// Default bytes a query pays to open one file: [`crate::gain::DEFAULT_FILE_COST_BYTES`]
+/// (4 MiB), the cost a budgeted run ranks bins by.
+pub const DEFAULT_FILE_COST_BYTES: u64 = crate::gain::DEFAULT_FILE_COST_BYTES;
 /// Default least share of the cost per training run a pick must save: 5%. The estimates
 /// are within a few points of builds (BENCHMARKS.md), so a smaller gain may be noise, and a
 /// rewrite costs its input bytes.
@@ -323,7 +323,7 @@ pub async fn recommend(
     let layouts = candidate_layouts(&table, &best, empty);
 
     // 4. Estimates, scored.
-    let needed = needed_columns(&table, workload)?;
+    let needed = crate::gain::needed_columns(&table, workload)?;
     let cuts_workload = cuts_workload(&table, workload, &train).await?;
     let job = crate::simulate::EstimateJob {
         layouts,
@@ -455,32 +455,6 @@ fn candidate_layouts(table: &TableView, best: &[String], empty: bool) -> Vec<Lay
             layouts
         }
     }
-}
-
-/// The data columns (not partition columns) the queries of `workload` filter on `table`,
-/// each once, in the order the queries name them first: the columns the estimates keep
-/// stats of.
-///
-/// # Errors
-/// What [`crate::pruning::Pruner::new`] returns for a predicate that does not fit the table.
-fn needed_columns(table: &TableView, workload: &Workload) -> Result<Vec<crate::table::LeafColumn>> {
-    let mut needed = Vec::new();
-    for query in &workload.queries {
-        for column in crate::pruning::Pruner::new(table, &query.predicate)?.columns() {
-            if column.partition_index.is_none()
-                && !needed
-                    .iter()
-                    .any(|l: &crate::table::LeafColumn| l.physical == column.physical)
-            {
-                needed.push(crate::table::LeafColumn {
-                    logical: column.logical.clone(),
-                    physical: column.physical.clone(),
-                    data_type: column.data_type.clone(),
-                });
-            }
-        }
-    }
-    Ok(needed)
 }
 
 /// The workload the cut tree candidate is fitted to: the training queries `train`, or the
