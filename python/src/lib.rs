@@ -112,9 +112,9 @@ fn runtime() -> PyResult<tokio::runtime::Runtime> {
 /// `ExitCode` has no accessor: the codes the command returns, read back through its `Debug`
 /// form is fragile, so the command line's codes are mapped here.
 fn exit_code(code: std::process::ExitCode) -> u8 {
-    // `ExitCode` implements `PartialEq`; the CLI returns 0, 1, 2, 3 or 130.
-    [0u8, 1, 2, 3, 130]
-        .into_iter()
+    // `ExitCode` implements `PartialEq` but has no getter: every code the CLI may return
+    // (0 to 5, 130) is one of the 256.
+    (0..=u8::MAX)
         .find(|&c| std::process::ExitCode::from(c) == code)
         .unwrap_or(2)
 }
