@@ -365,12 +365,12 @@ pub enum Setting {
     /// What a query pays to open one file, in bytes read (`recommend`'s cost model).
     FileCost,
     /// The share of the cost per run a recommended rewrite, or a bin of a run, must save
-    /// (`recommend`, [`crate::gain::Budget::min_gain`]).
+    /// (`recommend`, [`crate::prepare::Budget::min_gain`]).
     MinGain,
-    /// The input bytes a run may rewrite ([`crate::gain::Budget::max_rewrite_bytes`]).
+    /// The input bytes a run may rewrite ([`crate::prepare::Budget::max_rewrite_bytes`]).
     MaxRewriteBytes,
     /// The wall time after which a run starts no new bin
-    /// ([`crate::gain::Budget::max_duration`]).
+    /// ([`crate::prepare::Budget::max_duration`]).
     MaxDuration,
     /// Committing a layout that scans more than the table as it is.
     AllowRegression,

@@ -30,8 +30,9 @@
 //! the machinery of `recommend` and `sweep --estimate` ([`crate::simulate::estimate`]).
 //!
 //! **Selection** ([`select`]): with `--min-gain G`, a unit saving no cost, or less than `G`
-//! of its input files' cost, is not run, and a run whose units together save less than `G`
-//! of the table's cost per run does nothing ([`Selection::nothing_worth_doing`]). The rest are
+//! of its input files' cost, is not run, and a run whose plan (the units left, whatever a
+//! budget takes of them now) saves less than `G` of the table's cost per run does nothing
+//! ([`Selection::nothing_worth_doing`]). The rest are
 //! taken by saving per byte rewritten, best first, until `--max-rewrite-bytes` is spent: the
 //! last unit taken may pass it, so a run never exceeds its budget by more than one unit.
 //! Anchors: Iceberg `rewrite_data_files` (`max-file-group-size-bytes`, `rewrite-job-order`),
@@ -162,13 +163,16 @@ impl Measure {
     /// the plan's clustering columns ([`Measure::default_predicates`]), else a full scan.
     ///
     /// # Errors
-    /// [`Error::Delta`] / [`Error::DamagedLog`] when a commit cannot be read.
+    /// [`Error::InvalidWorkload`] naming the line of a given query that does not fit the
+    /// table; [`Error::Delta`] / [`Error::DamagedLog`] when a commit cannot be read.
     pub async fn resolve(
         table: &TableView,
         given: Option<Arc<Workload>>,
         plan: &Plan,
     ) -> Result<Self> {
         if let Some(workload) = given {
+            // Every query must fit the table before anything is written (named by line).
+            crate::report::score::score(table, &workload)?;
             return Ok(Self {
                 source: MeasureSource::Workload,
                 workload: Some(workload),
@@ -271,7 +275,7 @@ impl Measure {
     }
 
     /// Per query, whether min/max pruning keeps each file of `table`, and the query's runs.
-    fn kept(&self, table: &TableView) -> Result<Vec<(Vec<bool>, u64)>> {
+    pub(crate) fn kept(&self, table: &TableView) -> Result<Vec<(Vec<bool>, u64)>> {
         let Some(workload) = &self.workload else {
             return Ok(vec![(vec![true; table.files.len()], 1)]);
         };
@@ -437,6 +441,44 @@ impl UnitGain {
         let bytes = self.input_bytes.max(1) as f64;
         self.gain() / bytes
     }
+}
+
+/// Per unit of a run, whether the files it wrote make a run of `measure` dearer than the
+/// files it read ([`Scan::cost`]): `inputs[k]` index `table.files`, `outputs[k]` index
+/// `view.files` (the table with the run's files swapped in). Pruning decides file by file,
+/// so the run is dearer only if some unit is, and dropping those units leaves a run that is
+/// not.
+///
+/// # Errors
+/// [`Error::InvalidWorkload`] for a query that does not fit either table.
+pub(crate) fn dearer_units(
+    measure: &Measure,
+    table: &TableView,
+    view: &TableView,
+    inputs: &[&[usize]],
+    outputs: &[Vec<usize>],
+) -> Result<Vec<bool>> {
+    let cost = |kept: &[(Vec<bool>, u64)], of: &TableView, files: &[usize]| -> f64 {
+        #[expect(clippy::cast_precision_loss, reason = "byte counts and weights")]
+        kept.iter()
+            .map(|(kept, weight)| {
+                let bytes: f64 = files
+                    .iter()
+                    .filter(|&&i| kept[i])
+                    .map(|&i| of.files[i].size_bytes as f64 + DEFAULT_FILE_COST_BYTES as f64)
+                    .sum();
+                *weight as f64 * bytes
+            })
+            .sum()
+    };
+    let (before, after) = (measure.kept(table)?, measure.kept(view)?);
+    Ok(inputs
+        .iter()
+        .zip(outputs)
+        .map(|(inputs, outputs)| {
+            cost(&after, view, outputs) > cost(&before, table, inputs) * (1.0 + 1e-9)
+        })
+        .collect())
 }
 
 /// The units of `plan`: bins grouped by shared input files, in plan order, each a list of
@@ -697,8 +739,10 @@ pub struct Selection {
     pub cost_before: f64,
     /// Expected saving per run of the units taken, bytes.
     pub expected_gain: f64,
-    /// Expected saving per run of every unit that saves anything, bytes: what the plan
-    /// without a budget would buy.
+    /// Expected saving per run of every unit that saves anything and passes the least
+    /// gain, bytes: what the plan would buy without a byte or time budget. The run's gate
+    /// compares it with the table's cost, so a small budget still takes the best bins of a
+    /// plan worth running.
     pub gain_available: f64,
     /// Bins and input bytes of the plan before the selection.
     pub bins_planned: u64,
@@ -732,7 +776,6 @@ pub fn select(units: Vec<UnitGain>, cost_before: f64, budget: &Budget) -> Select
         bytes_planned: units.iter().map(|u| u.input_bytes).sum(),
         ..Selection::default()
     };
-    selection.gain_available = units.iter().map(|u| u.gain().max(0.0)).sum();
     let mut order: Vec<&UnitGain> = Vec::new();
     for unit in &units {
         let below = budget
@@ -742,8 +785,23 @@ pub fn select(units: Vec<UnitGain>, cost_before: f64, budget: &Budget) -> Select
             selection.bins_below_gain += unit.bins.len() as u64;
             selection.bytes_below_gain += unit.input_bytes;
         } else {
+            selection.gain_available += unit.gain().max(0.0);
             order.push(unit);
         }
+    }
+    // The run's gate: what the plan would buy, whatever slice of it a budget takes now.
+    if let Some(g) = budget.min_gain
+        && (order.is_empty()
+            || selection.gain_available <= 0.0
+            || selection.gain_available < g * cost_before)
+    {
+        selection.nothing_worth_doing = true;
+        for unit in order {
+            selection.bins_below_gain += unit.bins.len() as u64;
+            selection.bytes_below_gain += unit.input_bytes;
+        }
+        selection.units = units;
+        return selection;
     }
     // Best saving per byte first; ties in plan order (a stable sort).
     order.sort_by(|a, b| b.gain_per_byte().total_cmp(&a.gain_per_byte()));
@@ -759,18 +817,6 @@ pub fn select(units: Vec<UnitGain>, cost_before: f64, budget: &Budget) -> Select
             selection.bytes_taken += unit.input_bytes;
             selection.expected_gain += unit.gain();
         }
-    }
-    if let Some(g) = budget.min_gain
-        && (selection.bins_taken.is_empty()
-            || selection.expected_gain <= 0.0
-            || selection.expected_gain < g * cost_before)
-    {
-        selection.nothing_worth_doing = true;
-        selection.bins_below_gain += selection.bins_taken.len() as u64;
-        selection.bytes_below_gain += selection.bytes_taken;
-        selection.bins_taken.clear();
-        selection.bytes_taken = 0;
-        selection.expected_gain = 0.0;
     }
     selection.units = units;
     selection
@@ -930,6 +976,15 @@ mod tests {
         let s = select(units.clone(), 1000.0, &Budget::new(None, None, Some(0.4)));
         assert_eq!(s.bins_taken, [1, 3, 2]);
         assert_eq!((s.bins_below_gain, s.bytes_below_gain), (2, 110));
+        // A small budget under a gate still takes the best unit of a plan worth running:
+        // the gate weighs what the plan buys, not the budget's slice of it.
+        let s = select(
+            units.clone(),
+            1000.0,
+            &Budget::new(Some(10), None, Some(0.4)),
+        );
+        assert_eq!(s.bins_taken, [1]);
+        assert!(!s.nothing_worth_doing);
         // A run saving less than the gate's share of the table does nothing.
         let s = select(units, 1e9, &Budget::new(None, None, Some(0.05)));
         assert!(s.nothing_worth_doing);

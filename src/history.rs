@@ -220,7 +220,8 @@ pub struct Decay {
     /// Its layout: the curve (`zorder`, `hilbert`, `cuts`) or `none` for a compaction.
     pub layout: String,
     /// What it is measured on: the run's recorded workload, else generated predicates on
-    /// its clustering columns (drawn from the run's version), else a full scan.
+    /// its clustering columns (drawn from the run's version), else a full scan (also when
+    /// the measure no longer fits the table: a column dropped or renamed since).
     pub measure: crate::gain::MeasureSource,
     /// Distinct queries of the measure.
     pub queries: usize,
@@ -241,11 +242,13 @@ pub struct Decay {
     /// Their bytes.
     pub bytes_since: u64,
     /// Input bytes the same run would rewrite now to restore the layout (its plan, made as
-    /// `optimize` makes it); `None` when it cannot be planned (a cut tree whose workload was
-    /// not recorded).
+    /// `optimize` makes it: new files, cubes to merge, and bins an earlier budget left);
+    /// `None` when it cannot be planned ([`Decay::restore_unknown`] says why).
     pub restore_bytes: Option<u64>,
     /// Bins of that plan.
     pub restore_bins: Option<u64>,
+    /// Why the restore is unknown, when it is.
+    pub restore_unknown: Option<String>,
 }
 
 /// How much the layout of the table at `location` has degraded since the last layout run
@@ -273,28 +276,42 @@ pub async fn decay(location: impl Into<crate::table::TableLocation>) -> Result<O
         return Ok(None);
     };
     let then = TableView::load(location, Some(run_version)).await?;
+    let source = format!("the workload recorded at version {run_version}");
     let recorded = info
         .get(crate::gain::COMMIT_INFO_WORKLOAD)
         .and_then(Value::as_str)
-        .map(|text| {
-            crate::workload::Workload::parse(
-                text,
-                &format!("the workload recorded at version {run_version}"),
-            )
-        })
-        .transpose()?
-        .map(std::sync::Arc::new);
+        .and_then(
+            |text| match crate::workload::Workload::parse(text, &source) {
+                Ok(workload) => Some(std::sync::Arc::new(workload)),
+                Err(e) => {
+                    ::log::warn!("{source} cannot be read ({e}): not used");
+                    None
+                }
+            },
+        );
     let measure = match (&recorded, record.measure) {
-        (Some(workload), _) => Measure {
+        (Some(workload), _) => Ok(Measure {
             source: crate::gain::MeasureSource::RecordedWorkload,
             workload: Some(workload.clone()),
             recorded_at: Some(run_version),
-        },
-        (None, crate::gain::MeasureSource::FullScan) => Measure::full_scan(),
-        (None, _) => Measure::default_predicates(&then, &run.clustering_columns)?,
+        }),
+        (None, crate::gain::MeasureSource::FullScan) => Ok(Measure::full_scan()),
+        (None, _) => Measure::default_predicates(&then, &run.clustering_columns),
     };
-    let after_run = measure.scan(&then)?;
-    let current = measure.scan(&now)?;
+    // A measure that no longer fits the table (a column dropped or renamed since) falls
+    // back to a full scan, as `optimize` passes over such a recorded workload.
+    let scans = |m: &Measure| Ok::<_, crate::Error>((m.scan(&then)?, m.scan(&now)?));
+    let (measure, (after_run, current)) = match measure.and_then(|m| scans(&m).map(|s| (m, s))) {
+        Ok(found) => found,
+        Err(e) => {
+            ::log::warn!(
+                "the run's measure no longer fits the table ({e}): measured on a full scan"
+            );
+            let full = Measure::full_scan();
+            let found = scans(&full)?;
+            (full, found)
+        }
+    };
     let growth = |now: f64, then: f64| if then > 0.0 { now / then - 1.0 } else { 0.0 };
     let before: std::collections::HashSet<&str> =
         then.files.iter().map(|f| f.path.as_str()).collect();
@@ -322,16 +339,30 @@ pub async fn decay(location: impl Into<crate::table::TableLocation>) -> Result<O
         .get("operationParameters")
         .and_then(|p| p.get("targetSize"))
         .and_then(number);
-    let (restore_bytes, restore_bins) = match request {
+    let (restore_bytes, restore_bins, restore_unknown) = match request {
         Some(request) => {
             let plan = crate::plan::PlanOptions::default()
                 .with_target_file_bytes(target)
                 .with_clustering(request);
             let options = crate::prepare::OptimizeOptions::default().with_plan(plan);
-            let plan = crate::prepare::plan_sized(&now, &options).await?;
-            (Some(plan.input_bytes()), Some(plan.bins().count() as u64))
+            match crate::prepare::plan_sized(&now, &options).await {
+                Ok(plan) => (
+                    Some(plan.input_bytes()),
+                    Some(plan.bins().count() as u64),
+                    None,
+                ),
+                Err(e) => (
+                    None,
+                    None,
+                    Some(format!("the run cannot be planned now: {e}")),
+                ),
+            }
         }
-        None => (None, None),
+        None => (
+            None,
+            None,
+            Some("the run's cut tree workload was not recorded".to_string()),
+        ),
     };
     Ok(Some(Decay {
         table: now.display_location(),
@@ -351,6 +382,7 @@ pub async fn decay(location: impl Into<crate::table::TableLocation>) -> Result<O
         bytes_since: since.iter().map(|f| f.size_bytes).sum(),
         restore_bytes,
         restore_bins,
+        restore_unknown,
     }))
 }
 

@@ -71,6 +71,12 @@ pub struct OptimizeOutcome {
     /// budget. With [`gain::Selection::nothing_worth_doing`] the run did nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<gain::Selection>,
+    /// Bins whose files would have made a run of the workload dearer, not committed (their
+    /// files deleted) while the others were ([`crate::Error::LayoutRegression`] when all
+    /// would).
+    pub bins_regressed: u64,
+    /// Their input bytes.
+    pub bytes_regressed: u64,
     /// Bins of the plan a `--max-duration` left: none started before the deadline.
     pub bins_past_deadline: u64,
     /// Their input bytes.
@@ -345,6 +351,8 @@ pub async fn rewrite(
         plan,
         duration: Duration::ZERO,
         selection,
+        bins_regressed: 0,
+        bytes_regressed: 0,
         bins_past_deadline: 0,
         bytes_past_deadline: 0,
         figures: None,
@@ -382,7 +390,11 @@ pub async fn rewrite(
     );
     let plan = outcome.plan.clone();
     let mut execution = options.execution();
-    execution.deadline = options.budget.max_duration.map(|d| started + d);
+    // (A duration past what the clock can add is no deadline.)
+    execution.deadline = options
+        .budget
+        .max_duration
+        .and_then(|d| started.checked_add(d));
     if let Some(selection) = &outcome.selection {
         execution.order.clone_from(&selection.bins_taken);
     }
@@ -401,9 +413,14 @@ pub async fn rewrite(
         outcome.bins_past_deadline += 1;
         outcome.bytes_past_deadline += bin.input_bytes;
     }
-    // A budgeted run writes what it took, no more: later rounds would plan the bins it left.
+    // A budgeted run that left bins writes what it took, no more: later rounds would plan
+    // the bins it left.
+    let deferred = outcome.bins_past_deadline > 0
+        || outcome.selection.as_ref().is_some_and(|s| {
+            s.bins_over_budget > 0 || s.bins_below_gain > 0 || s.nothing_worth_doing
+        });
     let rounds = !options.single_round
-        && !options.budget.is_set()
+        && !deferred
         && outcome.plan.clustering.is_none()
         && !outcome.plan.rewrite_all
         && table.row_tracking.is_none()
@@ -425,8 +442,62 @@ pub async fn rewrite(
     } else {
         (outcomes, reader, progress)
     };
+    // The regression guard, unit by unit: the bins whose files would make the workload
+    // dearer are not committed, the others are (all of them dearer: the run is refused
+    // below, with its figures).
+    let mut outcomes = outcomes;
+    if measure.source.is_workload() && !options.allow_regression && outcomes.len() > 1 {
+        let dearer = committed_view(&table, &outcomes).and_then(|(view, origins)| {
+            let inputs: Vec<&[usize]> = outcomes.iter().map(|o| o.input_files.as_slice()).collect();
+            let mut outputs: Vec<Vec<usize>> = vec![Vec::new(); outcomes.len()];
+            for (j, origin) in origins.iter().enumerate() {
+                if let Origin::Written { outcome } = origin {
+                    outputs[*outcome].push(j);
+                }
+            }
+            gain::dearer_units(&measure, &table, &view, &inputs, &outputs)
+        });
+        let dearer = match dearer {
+            Ok(dearer) => dearer,
+            Err(e) => {
+                delete_outcomes(&reader, &outcomes).await;
+                return Err(e);
+            }
+        };
+        if dearer.iter().any(|&d| d) && !dearer.iter().all(|&d| d) {
+            let mut kept = Vec::new();
+            let mut dropped = Vec::new();
+            for (o, d) in outcomes.into_iter().zip(dearer) {
+                if d {
+                    outcome.bins_regressed += 1;
+                    outcome.bytes_regressed += o
+                        .input_files
+                        .iter()
+                        .map(|&i| table.files[i].size_bytes)
+                        .sum::<u64>();
+                    dropped.push(o);
+                } else {
+                    kept.push(o);
+                }
+            }
+            if let Err(e) = delete_written(
+                reader.clone(),
+                dropped.into_iter().flat_map(|o| o.written).collect(),
+            )
+            .await
+            {
+                delete_outcomes(&reader, &kept).await;
+                return Err(e);
+            }
+            outcomes = kept;
+        }
+    }
     // (Only compaction bins are left alone or merged: no two outcomes share an input file.)
-    if rounds || !left_alone.is_empty() || outcome.bins_past_deadline > 0 {
+    if rounds
+        || !left_alone.is_empty()
+        || outcome.bins_past_deadline > 0
+        || outcome.bins_regressed > 0
+    {
         // What is left to commit: the bins that reduced the file count, merged by later
         // rounds.
         outcome.files_removed = outcomes.iter().map(|o| o.input_files.len() as u64).sum();
@@ -519,8 +590,8 @@ pub async fn rewrite(
             figures,
             outcome.bytes_removed,
             &options.budget,
-            bins_left + outcome.bins_past_deadline,
-            bytes_left + outcome.bytes_past_deadline,
+            bins_left + outcome.bins_past_deadline + outcome.bins_regressed,
+            bytes_left + outcome.bytes_past_deadline + outcome.bytes_regressed,
         );
         rewritten.record = Some((record, measure.recorded_text()));
     }

@@ -392,10 +392,11 @@ pub struct OptimizeArgs {
     /// by expected saving per byte, best first (see --max-rewrite-bytes).
     #[arg(long, value_name = "DURATION", help_heading = "Budget")]
     pub max_duration: Option<String>,
-    /// Commit a layout that makes a run of the workload (--workload, or the one the last
-    /// layout run recorded) dearer than the table as it is: bytes scanned plus 4 MiB per
-    /// file opened, measured on the files written. Without it such a run commits nothing,
-    /// deletes its files and exits with code 5 (--min-gain skips such bins before writing).
+    /// Commit bins that make a run of the workload (--workload, or the one the last layout
+    /// run recorded) dearer than the table as it is: bytes scanned plus 4 MiB per file
+    /// opened, measured on the files written. Without it those bins are not committed (their
+    /// files deleted) and the others are; when every bin would, the run commits nothing and
+    /// exits with code 5 (--min-gain skips bins estimated to save nothing before writing).
     #[arg(long, help_heading = "Budget")]
     pub allow_regression: bool,
     /// Compact in one round, as work orders do: small files that bins left because their
@@ -481,8 +482,8 @@ pub struct PlanningArgs {
     ///
     /// With --zorder or --hilbert the rows follow the curve, and the workload measures the
     /// run instead: its bins' expected savings, the figures recorded in the commit, and the
-    /// regression guard (see --allow-regression). The commit records the workload, and later
-    /// runs without --workload are measured on it.
+    /// regression guard (see --allow-regression). An optimize commit records the workload,
+    /// and later runs without --workload are measured on it (work orders record nothing).
     #[arg(long, value_name = "FILE", help_heading = "Curve")]
     pub workload: Option<std::path::PathBuf>,
     /// Rewrite about this many input bytes at most (units as sizes): bins are taken by their

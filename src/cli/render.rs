@@ -140,6 +140,11 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
             o.read_version,
             count(o.files_left_alone, "file")
         ),
+        None if o.bins_past_deadline > 0 => writeln!(
+            out,
+            "nothing committed at version {}: no bin started before --max-duration",
+            o.read_version
+        ),
         None => writeln!(
             out,
             "nothing to do at version {}: {}",
@@ -189,6 +194,14 @@ pub fn gain(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
             "  left for a later run: {} ({}) not started before --max-duration",
             count(o.bins_past_deadline, "bin"),
             format_size(o.bytes_past_deadline)
+        )?;
+    }
+    if o.bins_regressed > 0 {
+        writeln!(
+            out,
+            "  not committed: {} ({}) whose files would make a run of the workload dearer (their files deleted; --allow-regression commits them)",
+            count(o.bins_regressed, "bin"),
+            format_size(o.bytes_regressed)
         )?;
     }
     if let Some(f) = &o.figures {
@@ -244,7 +257,7 @@ pub fn selection(
                 if s.gain_available > 0.0 {
                     percent(s.expected_gain / s.gain_available)
                 } else {
-                    "all".to_string()
+                    "the plan saves nothing".to_string()
                 }
             )?;
         }
@@ -290,6 +303,8 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "metrics": o.metrics,
         "checkpoint": o.checkpoint,
         "nothing_worth_doing": o.selection.as_ref().is_some_and(|s| s.nothing_worth_doing),
+        "bins_regressed": o.bins_regressed,
+        "bytes_regressed": o.bytes_regressed,
         "selection": o.selection,
         "bins_past_deadline": o.bins_past_deadline,
         "bytes_past_deadline": o.bytes_past_deadline,
@@ -826,13 +841,14 @@ pub fn decay(out: &mut impl Write, d: Option<&crate::history::Decay>) -> io::Res
     match (d.restore_bytes, d.restore_bins) {
         (Some(bytes), Some(bins)) => writeln!(
             out,
-            "  to restore     the same run would rewrite {} in {} now",
+            "  to restore     the same run would rewrite {} in {} now (bins an earlier budget left included)",
             format_size(bytes),
             count(bins, "bin")
         ),
         _ => writeln!(
             out,
-            "  to restore     unknown: the run's cut tree workload was not recorded"
+            "  to restore     unknown: {}",
+            d.restore_unknown.as_deref().unwrap_or("-")
         ),
     }
 }

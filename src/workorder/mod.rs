@@ -473,12 +473,12 @@ pub async fn plan(
     Ok(plan_within_budget(location, options, split).await?.0)
 }
 
-/// [`plan`], with the bins chosen under `options`' budget
+/// [`plan()`], with the bins chosen under `options`' budget
 /// ([`OptimizeOptions::with_budget`]: its bytes and least gain; a duration bounds
 /// `optimize` only) before scopes are split, and what the budget took and left.
 ///
 /// # Errors
-/// As [`plan`]; the read errors of the estimate's sample ([`crate::gain`]).
+/// As [`plan()`]; the read errors of the estimate's sample ([`crate::gain`]).
 pub async fn plan_within_budget(
     location: impl Into<TableLocation>,
     options: &OptimizeOptions,

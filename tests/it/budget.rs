@@ -298,13 +298,17 @@ fn a_layout_that_scans_more_is_refused_with_exit_code_5() {
     let before = rows(&location);
     let listing = fixture.listing();
     let versions = fixture.log_versions();
-    // Reclustered on another column, measured on the recorded col1 workload.
+    // One partition reclustered on another column, measured on the recorded col1 workload:
+    // its one bin makes the workload dearer, so the run is refused (with several bins, those
+    // that do are dropped and the others committed: the next test).
     let args = [
         "optimize",
         location.as_str(),
         "--zorder",
         "col2",
         "--full",
+        "--where",
+        "part = 5",
         "--target-size",
         "600",
         "-q",
@@ -439,4 +443,208 @@ fn report_decay_measures_the_layout_since_the_last_run() {
     let text = String::from_utf8_lossy(&cli(&["report", &other.location(), "--decay"]).stdout)
         .into_owned();
     assert!(text.contains("decay: no layout run"), "{text}");
+}
+
+#[test]
+fn the_guard_drops_the_bins_that_make_the_workload_dearer_and_commits_the_others() {
+    let fixture = Fixture::copy(TABLE);
+    let location = fixture.location();
+    // Partition 1 holds col1 in [1, 21] and [31, 41]: compacted into one file, the frequent
+    // query for 28 (in the gap) would scan a file where it scans none.
+    let path = fixture.path.join("..").join("gap.workload");
+    std::fs::write(&path, "10\tcol1 = 28 AND part = 1\ncol1 >= 0\n").unwrap();
+    let path = path.display().to_string();
+    // Recorded by a first run (clustering partition 0 only).
+    let first = cli(&[
+        "optimize",
+        &location,
+        "--zorder",
+        "col1",
+        "--workload",
+        &path,
+        "--where",
+        "part = 0",
+        "-q",
+        "--no-report",
+    ]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let before = rows(&location);
+    let part_one: std::collections::BTreeSet<String> = load(&location)
+        .files
+        .iter()
+        .filter(|f| f.raw_partition_values == [Some("1".to_string())])
+        .map(|f| f.path.clone())
+        .collect();
+    assert_eq!(part_one.len(), 2);
+    let output = cli(&[
+        "optimize",
+        &location,
+        "--target-size",
+        "1MiB",
+        "--json",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["bins_regressed"], 1, "{json}");
+    assert!(json["bins"].as_u64().unwrap() >= 4, "{json}");
+    assert_eq!(rows(&location), before);
+    let after = load(&location);
+    let still: std::collections::BTreeSet<String> = after
+        .files
+        .iter()
+        .filter(|f| f.raw_partition_values == [Some("1".to_string())])
+        .map(|f| f.path.clone())
+        .collect();
+    assert_eq!(still, part_one, "partition 1 is left as it was");
+    let record =
+        GainRecord::of_commit_info(&commit_info(&fixture, json["version"].as_u64().unwrap()))
+            .unwrap();
+    assert_eq!(record.measure, MeasureSource::RecordedWorkload);
+    assert!(!record.after.regresses(&record.before), "{record:?}");
+    assert!(record.bins_left >= 1);
+    // Every file the dropped bin wrote is gone: the table's directory holds only live files
+    // and the ones earlier versions name.
+    let live: std::collections::BTreeSet<String> =
+        after.files.iter().map(|f| f.path.clone()).collect();
+    let dir = fixture
+        .path
+        .join(part_one.iter().next().unwrap())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            live.iter().any(|p| p.ends_with(&name))
+                || !name.contains(json["plan"]["plan"]["run_id"].as_str().unwrap()),
+            "{name} was written by the dropped bin and kept"
+        );
+    }
+}
+
+#[test]
+fn bad_options_and_workloads_are_refused_before_anything_is_written() {
+    let fixture = Fixture::copy(TABLE);
+    let location = fixture.location();
+    let listing = fixture.listing();
+    let bad = fixture.path.join("..").join("bad.workload");
+    std::fs::write(&bad, "col1 < 8\nnosuch > 5\n").unwrap();
+    let bad = bad.display().to_string();
+    for dry_run in [true, false] {
+        let mut args = vec![
+            "optimize",
+            &location,
+            "--zorder",
+            "col1,col2",
+            "--target-size",
+            "600",
+            "--workload",
+            &bad,
+        ];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let output = cli(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{message}");
+        assert!(
+            message.contains("line 2") && message.contains("nosuch"),
+            "{message}"
+        );
+        assert_eq!(fixture.listing(), listing);
+    }
+    // A duration past what the clock can add is no deadline, not a crash.
+    let output = cli(&[
+        "optimize",
+        &location,
+        "--target-size",
+        "600",
+        "--max-duration",
+        "200000000000000d",
+        "-q",
+        "--no-report",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_small_budget_under_a_gate_still_takes_the_best_bin() {
+    let fixture = Fixture::copy(TABLE);
+    let location = fixture.location();
+    let path = workload(&fixture);
+    let before = rows(&location);
+    let output = cli(&[
+        "optimize",
+        &location,
+        "--hilbert",
+        "col1,col2",
+        "--target-size",
+        "600",
+        "--workload",
+        &path,
+        "--max-rewrite-bytes",
+        "1",
+        "--min-gain",
+        "0.0001",
+        "--json",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json["selection"]["bins_taken"].as_array().unwrap().len(),
+        1,
+        "{json}"
+    );
+    assert!(json["version"].is_u64(), "{json}");
+    assert_eq!(rows(&location), before);
+}
+
+#[test]
+fn report_decay_falls_back_when_the_recorded_workload_no_longer_reads() {
+    let fixture = Fixture::copy(TABLE);
+    let location = fixture.location();
+    let path = workload(&fixture);
+    let output = cli(&[
+        "optimize",
+        &location,
+        "--hilbert",
+        "col1,col2",
+        "--target-size",
+        "600",
+        "--workload",
+        &path,
+        "-q",
+        "--no-report",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let version = *fixture.log_versions().last().unwrap();
+    // Another tool edits the recorded workload into something that is not one.
+    let file = fixture
+        .path
+        .join("_delta_log")
+        .join(format!("{version:020}.json"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut action: Value = serde_json::from_str(line).unwrap();
+            if let Some(info) = action.get_mut("commitInfo") {
+                info["delta-layout.workload"] = Value::String("nosuch >>> 5\n".into());
+            }
+            action.to_string()
+        })
+        .collect();
+    std::fs::write(&file, edited.join("\n") + "\n").unwrap();
+    let output = cli(&["report", &location, "--decay", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot be read"),
+        "{}",
+        stderr(&output)
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["decay"]["run_version"], version);
+    assert_eq!(json["decay"]["measure"], "default-predicates");
 }
