@@ -458,27 +458,41 @@ pub(crate) fn dearer_units(
     inputs: &[&[usize]],
     outputs: &[Vec<usize>],
 ) -> Result<Vec<bool>> {
-    let cost = |kept: &[(Vec<bool>, u64)], of: &TableView, files: &[usize]| -> f64 {
-        #[expect(clippy::cast_precision_loss, reason = "byte counts and weights")]
-        kept.iter()
-            .map(|(kept, weight)| {
-                let bytes: f64 = files
-                    .iter()
-                    .filter(|&&i| kept[i])
-                    .map(|&i| of.files[i].size_bytes as f64 + DEFAULT_FILE_COST_BYTES as f64)
-                    .sum();
-                *weight as f64 * bytes
-            })
-            .sum()
-    };
     let (before, after) = (measure.kept(table)?, measure.kept(view)?);
     Ok(inputs
         .iter()
         .zip(outputs)
         .map(|(inputs, outputs)| {
-            cost(&after, view, outputs) > cost(&before, table, inputs) * (1.0 + 1e-9)
+            cost_per_run(&after, view, outputs.iter().copied())
+                > cost_per_run(&before, table, inputs.iter().copied()) * (1.0 + 1e-9)
         })
         .collect())
+}
+
+/// Cost per run ([`Scan::cost`]) of the files `files` of `of`: per query (`kept`: whether
+/// pruning keeps each file of `of`, and the query's runs), the bytes of the files it scans
+/// plus [`DEFAULT_FILE_COST_BYTES`] each, averaged over the runs. The one sum behind every
+/// unit's estimate and the guard.
+fn cost_per_run(
+    kept: &[(Vec<bool>, u64)],
+    of: &TableView,
+    files: impl Iterator<Item = usize> + Clone,
+) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "byte counts and weights")]
+    {
+        let runs = kept.iter().map(|(_, w)| *w).sum::<u64>().max(1) as f64;
+        kept.iter()
+            .map(|(kept, weight)| {
+                let bytes: f64 = files
+                    .clone()
+                    .filter(|&i| kept[i])
+                    .map(|i| of.files[i].size_bytes as f64 + DEFAULT_FILE_COST_BYTES as f64)
+                    .sum();
+                *weight as f64 * bytes
+            })
+            .sum::<f64>()
+            / runs
+    }
 }
 
 /// The units of `plan`: bins grouped by shared input files, in plan order, each a list of
@@ -568,24 +582,6 @@ pub(crate) async fn estimate(
     let per_file = DEFAULT_FILE_COST_BYTES as f64;
     #[expect(clippy::cast_precision_loss, reason = "weights")]
     let runs = measure.runs().max(1) as f64;
-    // Cost per run of a set of files, given per query whether each is kept.
-    let before_of = |files: &[usize]| -> f64 {
-        kept_in
-            .iter()
-            .map(|(kept, weight)| {
-                #[expect(clippy::cast_precision_loss, reason = "byte counts")]
-                let cost: f64 = files
-                    .iter()
-                    .filter(|&&i| kept[i])
-                    .map(|&i| table.files[i].size_bytes as f64 + per_file)
-                    .sum();
-                #[expect(clippy::cast_precision_loss, reason = "weights")]
-                let w = *weight as f64;
-                w * cost
-            })
-            .sum::<f64>()
-            / runs
-    };
     let after: Vec<f64> = match &plan.clustering {
         None => bins
             .iter()
@@ -620,22 +616,7 @@ pub(crate) async fn estimate(
             let kept = measure.kept(&view)?;
             ranges
                 .into_iter()
-                .map(|range| {
-                    kept.iter()
-                        .map(|(kept, weight)| {
-                            #[expect(clippy::cast_precision_loss, reason = "byte counts")]
-                            let cost: f64 = range
-                                .clone()
-                                .filter(|&j| kept[j])
-                                .map(|j| view.files[j].size_bytes as f64 + per_file)
-                                .sum();
-                            #[expect(clippy::cast_precision_loss, reason = "weights")]
-                            let w = *weight as f64;
-                            w * cost
-                        })
-                        .sum::<f64>()
-                        / runs
-                })
+                .map(|range| cost_per_run(&kept, &view, range))
                 .collect()
         }
     };
@@ -652,7 +633,7 @@ pub(crate) async fn estimate(
             UnitGain {
                 bins: members.iter().map(|&k| bins[k].id).collect(),
                 input_bytes: files.iter().map(|&i| table.files[i].size_bytes).sum(),
-                before: before_of(&files) + 0.0,
+                before: cost_per_run(&kept_in, table, files.iter().copied()) + 0.0,
                 after: members.iter().map(|&k| after[k]).sum::<f64>() + 0.0,
             }
         })
