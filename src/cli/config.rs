@@ -35,6 +35,15 @@ pub fn read_workload(path: &std::path::Path) -> crate::Result<crate::workload::W
     }
 }
 
+/// The workload file at `path`, if one is given, read ([`read_workload`]) and shared.
+fn shared_workload(
+    path: Option<&std::path::Path>,
+) -> crate::Result<Option<std::sync::Arc<crate::workload::Workload>>> {
+    path.map(read_workload)
+        .transpose()
+        .map(|w| w.map(std::sync::Arc::new))
+}
+
 /// The layout of `--zorder`, `--hilbert` or `--workload` (a cut tree, when no curve is
 /// given).
 fn clustering(args: &PlanningArgs) -> anyhow::Result<Option<ClusterRequest>> {
@@ -176,12 +185,7 @@ pub fn planning_options(args: &PlanningArgs) -> anyhow::Result<OptimizeOptions> 
         None,
         args.min_gain,
     );
-    let workload = args
-        .workload
-        .as_deref()
-        .map(read_workload)
-        .transpose()?
-        .map(std::sync::Arc::new);
+    let workload = shared_workload(args.workload.as_deref())?;
     Ok(OptimizeOptions::default()
         .with_codec(codec)
         .with_plan(plan)
@@ -243,12 +247,7 @@ pub fn sweep_options(
             }
         }
     }
-    let workload = args
-        .workload
-        .as_deref()
-        .map(read_workload)
-        .transpose()?
-        .map(std::sync::Arc::new);
+    let workload = shared_workload(args.workload.as_deref())?;
     if workload.is_some() && args.layouts.is_empty() {
         layouts.push(Layout::Cuts);
     }
