@@ -89,6 +89,8 @@ pub struct OptimizeOutcome {
     /// a checkpoint version ([`commit::write_checkpoint_if_due`]); `None` otherwise or when
     /// writing it failed (a warning, never a failed run).
     pub checkpoint: Option<u64>,
+    /// Where the run's time went, stage by stage ([`rewrite::timings`]).
+    pub timings: rewrite::timings::Timings,
 }
 
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -137,6 +139,8 @@ pub struct Rewritten {
     outcomes: Vec<BinOutcome>,
     reader: Reader,
     started: Instant,
+    /// Receives the seconds of each stage.
+    clock: Arc<rewrite::timings::Clock>,
     progress: Arc<dyn Progress>,
     /// The commit's record of what the run bought, and the workload text it records.
     record: Option<(gain::GainRecord, Option<String>)>,
@@ -172,13 +176,17 @@ impl Rewritten {
             outcomes,
             reader,
             started,
+            clock,
             progress,
             record,
         } = self;
         if outcome.dry_run || outcomes.is_empty() {
             outcome.duration = started.elapsed();
+            outcome.timings = clock.timings();
             return Ok(outcome);
         }
+        // Nothing else runs while the commit is made: the process's CPU time is its.
+        let committing = (Instant::now(), cpu_time::ProcessTime::try_now().ok());
         progress.phase_started(Scope::Run, Phase::Commit, 1);
         let mut actions = commit::actions(&table, &outcome.plan, &outcomes)?;
         if let (Some((record, workload)), Some(deltalake::kernel::Action::CommitInfo(info))) =
@@ -226,7 +234,13 @@ impl Rewritten {
                 None
             }
         };
+        clock.add(
+            rewrite::timings::Stage::Commit,
+            committing.0.elapsed(),
+            committing.1.map_or(Duration::ZERO, |c| c.elapsed()),
+        );
         outcome.duration = started.elapsed();
+        outcome.timings = clock.timings();
         Ok(outcome)
     }
 
@@ -300,6 +314,7 @@ pub async fn rewrite(
     progress: Arc<dyn Progress>,
 ) -> Result<Rewritten> {
     let started = Instant::now();
+    let clock = Arc::new(rewrite::timings::Clock::default());
     if options.threads > rewrite::MAX_THREADS {
         return Err(Error::invalid_option(
             crate::Setting::Threads,
@@ -357,6 +372,7 @@ pub async fn rewrite(
         bytes_past_deadline: 0,
         figures: None,
         checkpoint: None,
+        timings: rewrite::timings::Timings::default(),
     };
     let mut reader = Reader::for_table(&table)?;
     reader.sample = options.sample;
@@ -378,6 +394,7 @@ pub async fn rewrite(
             outcomes: Vec::new(),
             reader,
             started,
+            clock,
             progress,
             record: None,
         });
@@ -390,6 +407,7 @@ pub async fn rewrite(
     );
     let plan = outcome.plan.clone();
     let mut execution = options.execution();
+    execution.clock = clock.clone();
     // (A duration past what the clock can add is no deadline.)
     execution.deadline = options
         .budget
@@ -437,6 +455,7 @@ pub async fn rewrite(
             progress,
             outcomes,
             &mut left_alone,
+            &clock,
         )
         .await?
     } else {
@@ -545,6 +564,7 @@ pub async fn rewrite(
         outcomes,
         reader,
         started,
+        clock,
         progress,
         record: None,
     };
@@ -641,6 +661,7 @@ async fn compact_again(
     mut progress: Arc<dyn Progress>,
     first: Vec<BinOutcome>,
     left_alone: &mut Vec<Vec<usize>>,
+    clock: &Arc<rewrite::timings::Clock>,
 ) -> Result<(Vec<BinOutcome>, Reader, Arc<dyn Progress>)> {
     let mut outcomes = first;
     let mut next_bin_id = first_plan.bins().map(|b| b.id + 1).max().unwrap_or(0);
@@ -683,7 +704,10 @@ async fn compact_again(
         let written = rewrite::write_bins(
             view.clone(),
             plan,
-            &options.execution(),
+            &rewrite::Settings {
+                clock: clock.clone(),
+                ..options.execution()
+            },
             reader.clone(),
             progress.clone(),
         )

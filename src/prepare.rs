@@ -227,6 +227,7 @@ impl OptimizeOptions {
             threads: self.threads,
             deadline: None,
             order: Vec::new(),
+            clock: std::sync::Arc::default(),
         }
     }
 }

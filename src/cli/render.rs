@@ -177,9 +177,32 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
             } else {
                 writeln!(out, "{}", left_alone.trim_start_matches("; "))
             }
-        }),
+        })
+        .and_then(|()| timings(out, &o.timings)),
     }?;
     gain(out, o)
+}
+
+/// The `time:` line of `optimize`: CPU seconds of each stage that took any, summed over
+/// threads, and the run's CPU and wall seconds ([`crate::rewrite::timings`]).
+pub fn timings(out: &mut impl Write, t: &crate::rewrite::timings::Timings) -> io::Result<()> {
+    let stages: Vec<String> = t
+        .stages
+        .iter()
+        .filter(|s| s.cpu_s >= 0.005 || s.wall_s >= 0.005)
+        .map(|s| format!("{} {:.2}", s.stage, s.cpu_s))
+        .collect();
+    writeln!(
+        out,
+        "time: {:.2} s CPU in {:.2} s wall; CPU seconds by stage: {}",
+        t.cpu_s,
+        t.wall_s,
+        if stages.is_empty() {
+            "-".to_string()
+        } else {
+            stages.join(", ")
+        }
+    )
 }
 
 /// What a budget took and left, and what the run bought: the lines after the commit line
@@ -309,12 +332,28 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "bins_past_deadline": o.bins_past_deadline,
         "bytes_past_deadline": o.bytes_past_deadline,
         "figures": o.figures,
+        "timings": timings_json(&o.timings),
         // The work order (`plan`'s document) when the run kept it, else the plan.
         "plan": o.work_order.as_ref().map_or_else(
             || serde_json::to_value(&o.plan).unwrap_or(Value::Null),
             |order| serde_json::to_value(order).unwrap_or(Value::Null),
         ),
     })
+}
+
+/// `optimize --json`'s `timings`: `{"wall_s", "cpu_s", "stages": {NAME: {"wall_s",
+/// "cpu_s"}}}`, seconds rounded to milliseconds (a stage's wall seconds are summed over
+/// threads: see [`crate::rewrite::timings`]).
+pub fn timings_json(t: &crate::rewrite::timings::Timings) -> Value {
+    let round = |x: f64| (x * 1000.0).round() / 1000.0;
+    let mut stages = serde_json::Map::new();
+    for s in &t.stages {
+        stages.insert(
+            s.stage.to_string(),
+            json!({"wall_s": round(s.wall_s), "cpu_s": round(s.cpu_s)}),
+        );
+    }
+    json!({"wall_s": round(t.wall_s), "cpu_s": round(t.cpu_s), "stages": stages})
 }
 
 fn percent(x: f64) -> String {

@@ -45,6 +45,7 @@ use deltalake::arrow::compute::{
 };
 use rayon::prelude::*;
 
+use super::timings::{Clock, Stage};
 use super::write::{RollingWriter, WriterConfig, WrittenFile};
 use super::{READ_ROWS_PER_WRITE, RewriteContext};
 use crate::column::leaf_values;
@@ -132,7 +133,7 @@ pub(crate) fn run(
         writer_bytes,
     };
     let (ranges, pieces) = if in_memory {
-        let ranges = run.route_in_memory(batches, &batch_leaves, &router)?;
+        let ranges = run.route_in_memory(batches, &batch_leaves, &router, &sample_keys, totals)?;
         (ranges, boundaries.len() + 1)
     } else {
         run.route_to_spill(&router, &sample_keys, totals)?
@@ -288,7 +289,7 @@ impl RangeRun<'_> {
                     }
                     let (batch, leaves) = match split {
                         None => {
-                            let leaves = sampler.add(&batch, layout)?;
+                            let leaves = sampler.add(&batch, layout, Some(&context.clock))?;
                             (batch, leaves)
                         }
                         Some((space, range)) => {
@@ -334,65 +335,72 @@ impl RangeRun<'_> {
         })
     }
 
-    /// Step 4 in memory: keys and routes the rows of `batches` (each batch's leaves in
-    /// `batch_leaves`) to the ranges of `router`. Returns one [`RangeRows::Indexed`] per
-    /// range, in range order.
+    /// Step 4 in memory: keys the rows of `batches` (each batch's leaves in `batch_leaves`)
+    /// and reorders each batch so that the rows of each piece are together, in row order:
+    /// the ranges of `router` cut into pieces of about [`PIECE_BYTES`] of Arrow memory (at
+    /// most 1/[`PIECES_PER_BUDGET`] of the budget, so the pieces gathered at once, one per
+    /// thread, stay a small share of it; by
+    /// `sample_keys`, the sorted sample; `totals` gives the rows read and their Arrow bytes).
+    /// Sorting and gathering a piece then touch only its rows, in cache-sized pieces, instead
+    /// of the whole bin's memory at random (the gather was a third of a clustering run's CPU,
+    /// most of it waiting on memory). Returns one [`RangeRows::Pieces`] per range, in range
+    /// order.
     ///
     /// # Errors
-    /// [`Error::Arrow`] for a column whose values cannot be keyed or ordered;
+    /// [`Error::Arrow`] for a column whose values cannot be keyed or reordered;
     /// [`Error::Cancelled`].
     fn route_in_memory(
         &self,
         batches: Vec<RecordBatch>,
         batch_leaves: &[Option<Vec<u32>>],
         router: &Router<'_>,
+        sample_keys: &[u64],
+        totals: RowTotals,
     ) -> Result<Vec<RangeRows>> {
         let (buckets, boundaries) = (router.buckets, router.boundaries);
-        // Each range as (key, batch, row) triples in routing order; the rows are gathered
-        // straight from the batches when the range is written. Each batch is keyed and
-        // routed on its own (in parallel), then each range's triples are joined in batch
-        // order (in parallel): the routing order of a sequential pass.
-        let num_ranges = boundaries.len() + 1;
-        let routed = batches
-            .par_iter()
+        let piece_rows = PIECE_BYTES
+            .min(self.context.memory_limit_bytes / PIECES_PER_BUDGET)
+            .saturating_mul(totals.rows)
+            .checked_div(totals.arrow_bytes)
+            .unwrap_or(u64::MAX)
+            .max(GATHER_ROWS as u64);
+        // In a split scope the rows read are those of this bin's ranges only.
+        let all_rows = self.split.map_or(totals.rows, |(_, mine)| {
+            totals.rows.saturating_mul(boundaries.len() as u64 + 1)
+                / (mine.end - mine.first).max(1) as u64
+        });
+        let cuts = piece_boundaries(boundaries, sample_keys, all_rows, piece_rows);
+        let num_pieces = cuts.len() + 1;
+        // Each batch is keyed and reordered on its own (in parallel); a batch replaces the one
+        // it was reordered from, so the rows are held once.
+        let reordered = batches
+            .into_par_iter()
             .zip(batch_leaves)
-            .enumerate()
-            .map(|(b, (batch, leaves))| {
+            .map(|(batch, leaves)| {
                 if self.cancelled() {
                     return Err(Error::Cancelled);
                 }
-                let keys = self.layout.row_keys(batch, buckets, leaves.as_deref())?;
-                let b = u32::try_from(b).unwrap_or(u32::MAX);
-                let mut parts: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); num_ranges];
-                for (row, &key) in keys.iter().enumerate() {
-                    let range = boundaries.partition_point(|cut| *cut <= key);
-                    parts[range].push((key, b, u32::try_from(row).unwrap_or(u32::MAX)));
-                }
-                Ok(parts)
+                self.context.clock.time(Stage::Keys, || {
+                    let keys = self.layout.row_keys(&batch, buckets, leaves.as_deref())?;
+                    PieceBatch::of(batch, keys, &cuts)
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         if self.cancelled() {
             return Err(Error::Cancelled);
         }
-        let members: Vec<Vec<(u64, u32, u32)>> = (0..num_ranges)
-            .into_par_iter()
-            .map(|range| {
-                let mut rows = Vec::with_capacity(routed.iter().map(|p| p[range].len()).sum());
-                for parts in &routed {
-                    rows.extend_from_slice(&parts[range]);
-                }
-                rows
-            })
-            .collect();
-        drop(routed);
-        let ties = std::sync::Arc::new(TieBreak::of_batches(&batches, self.layout.clustering)?);
-        if self.cancelled() {
-            return Err(Error::Cancelled);
+        let shared = std::sync::Arc::new(reordered);
+        // The pieces of each range: pieces are cut inside ranges, so a range's pieces are
+        // consecutive.
+        let mut first_piece = Vec::with_capacity(boundaries.len() + 2);
+        first_piece.push(0);
+        for &bound in boundaries {
+            first_piece.push(cuts.partition_point(|c| *c < bound) + 1);
         }
-        let shared = std::sync::Arc::new(batches);
-        Ok(members
-            .into_iter()
-            .map(|rows| RangeRows::Indexed(shared.clone(), ties.clone(), rows))
+        first_piece.push(num_pieces);
+        Ok(first_piece
+            .windows(2)
+            .map(|w| RangeRows::Pieces(shared.clone(), w[0]..w[1]))
             .collect())
     }
 
@@ -461,7 +469,7 @@ impl RangeRun<'_> {
                         if self.cancelled() {
                             return Err(Error::Cancelled);
                         }
-                        router.route(batch)
+                        self.context.clock.time(Stage::Keys, || router.route(batch))
                     })
                     .collect::<Result<Vec<_>>>()?;
                 for (piece, part) in routed.into_iter().flatten() {
@@ -555,7 +563,10 @@ impl RangeRun<'_> {
     ) -> (Result<()>, Vec<WrittenFile>) {
         let (layout, boundaries) = (self.layout, router.boundaries);
         let expected_rows = match &range {
-            RangeRows::Indexed(_, _, rows) => rows.len() as u64,
+            RangeRows::Pieces(batches, pieces) => batches
+                .iter()
+                .map(|b| u64::from(b.starts[pieces.end] - b.starts[pieces.start]))
+                .sum(),
             RangeRows::Spilled(files) => files.iter().map(|f| f.rows).sum(),
         };
         let mut range_tags = tags.clone();
@@ -578,13 +589,14 @@ impl RangeRun<'_> {
         let mut out = RangeOutput {
             writer: &mut writer,
             cancel: &self.context.cancel,
+            clock: &self.context.clock,
             advance,
             pending: Vec::new(),
             pending_rows: 0,
         };
         let result = match range {
-            RangeRows::Indexed(batches, ties, rows) => {
-                write_sorted(&mut out, &batches, &ties, rows)
+            RangeRows::Pieces(batches, pieces) => {
+                write_pieces(&mut out, &batches, pieces, layout.clustering)
             }
             RangeRows::Spilled(files) => files.into_iter().try_for_each(|file| {
                 file.read()
@@ -613,7 +625,7 @@ pub(crate) fn ordered_ranges(
     let mut sampler = Sampler::default();
     let mut leaves: Vec<Option<Vec<u32>>> = Vec::with_capacity(batches.len());
     for batch in batches {
-        leaves.push(sampler.add(batch, layout)?);
+        leaves.push(sampler.add(batch, layout, None)?);
     }
     if sampler.is_empty() {
         return Ok(Vec::new());
@@ -694,7 +706,16 @@ struct Sampler {
 
 impl Sampler {
     /// Offers the rows of `batch`; returns their leaves when the layout has a cut tree.
-    fn add(&mut self, batch: &RecordBatch, layout: &Layout<'_>) -> Result<Option<Vec<u32>>> {
+    fn add(
+        &mut self,
+        batch: &RecordBatch,
+        layout: &Layout<'_>,
+        clock: Option<&Clock>,
+    ) -> Result<Option<Vec<u32>>> {
+        let time = |work: &mut dyn FnMut() -> Result<()>| match clock {
+            Some(clock) => clock.time(Stage::Keys, work),
+            None => work(),
+        };
         let columns = layout.curve_values(batch)?;
         if self.reservoirs.is_empty() {
             self.reservoirs = columns
@@ -716,12 +737,12 @@ impl Sampler {
                 self.reservoirs
                     .par_iter_mut()
                     .zip(columns.par_iter())
-                    .try_for_each(|(reservoir, column)| reservoir.add(column))
+                    .try_for_each(|(reservoir, column)| time(&mut || reservoir.add(column)))
             },
             || match (&mut self.leaves, &leaves) {
                 (Some(reservoir), Some(leaves)) => {
                     let array: ArrayRef = std::sync::Arc::new(UInt32Array::from(leaves.clone()));
-                    reservoir.add(&array)
+                    time(&mut || reservoir.add(&array))
                 }
                 _ => Ok(()),
             },
@@ -822,7 +843,7 @@ pub(crate) fn sample_key_space(
             .collect();
         for batches in read {
             for batch in batches? {
-                sampler.add(&batch, layout)?;
+                sampler.add(&batch, layout, None)?;
             }
         }
     }
@@ -850,6 +871,7 @@ fn files_done(table: &TableView, bin: &Bin, progress: &dyn Progress) {
 struct RangeOutput<'a> {
     writer: &'a mut RollingWriter,
     cancel: &'a AtomicBool,
+    clock: &'a Clock,
     advance: &'a (dyn Fn(usize) + Sync),
     /// Sorted rows not yet written, fewer than a write's worth.
     pending: Vec<RecordBatch>,
@@ -919,13 +941,9 @@ impl RangeOutput<'_> {
 
 /// The rows of one range: in memory, or in spill files (one per piece, in key order).
 enum RangeRows {
-    /// Rows of in-memory batches: (key, batch, row), in routing order, with the clustering
-    /// columns of all batches for ordering equal keys.
-    Indexed(
-        std::sync::Arc<Vec<RecordBatch>>,
-        std::sync::Arc<TieBreak>,
-        Vec<(u64, u32, u32)>,
-    ),
+    /// Rows of in-memory batches, each reordered by piece ([`PieceBatch`]), and the range's
+    /// pieces (consecutive, in key order).
+    Pieces(std::sync::Arc<Vec<PieceBatch>>, std::ops::Range<usize>),
     /// Spill files of the range's pieces, in key order (keys are computed again when one is
     /// read).
     Spilled(Vec<spill::SpillFile>),
@@ -976,7 +994,9 @@ fn write_piece(
     let total: usize = parts.iter().map(RecordBatch::num_rows).sum();
     let mut rows: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
     for (b, part) in parts.iter().enumerate() {
-        let keys = router.layout.row_keys(part, router.buckets, None)?;
+        let keys = out.clock.time(Stage::Keys, || {
+            router.layout.row_keys(part, router.buckets, None)
+        })?;
         let b = u32::try_from(b).unwrap_or(u32::MAX);
         rows.extend(
             keys.into_iter()
@@ -987,6 +1007,154 @@ fn write_piece(
     out.check_cancel()?;
     let ties = TieBreak::of_batches(&parts, router.layout.clustering)?;
     write_sorted(out, &parts, &ties, rows)
+}
+
+/// Arrow memory of the rows of one piece of an in-memory range, bytes: a piece's rows are
+/// sorted and gathered apart from the others', so the gather's random reads stay within
+/// about this much memory (a column of it within a core's cache) instead of the whole bin's.
+/// Measured on TPC-H lineitem (BENCHMARKS.md, "Clustering: the gather in pieces").
+pub const PIECE_BYTES: u64 = 16 << 20;
+
+/// A piece is at most this share of the memory budget (`--memory-limit`).
+pub const PIECES_PER_BUDGET: u64 = 256;
+
+/// One in-memory batch with its rows grouped by piece: the rows of piece `p` are rows
+/// `starts[p]..starts[p + 1]`, in the order they had in the batch read, with their curve
+/// keys in `keys`.
+pub(crate) struct PieceBatch {
+    batch: RecordBatch,
+    keys: Vec<u64>,
+    /// Row offsets of the pieces, one more than there are pieces.
+    starts: Vec<u32>,
+}
+
+impl PieceBatch {
+    /// Groups the rows of `batch` (their curve keys `keys`) by piece, the pieces being cut at
+    /// `cuts` (a row goes to piece `cuts.partition_point(|c| c <= key)`), stably: a counting
+    /// sort of the row numbers and one `take` of the batch, whose rows are in a core's cache.
+    fn of(batch: RecordBatch, keys: Vec<u64>, cuts: &[u64]) -> Result<Self> {
+        let num_pieces = cuts.len() + 1;
+        let piece_of: Vec<u32> = keys
+            .iter()
+            .map(|key| u32::try_from(cuts.partition_point(|c| c <= key)).unwrap_or(u32::MAX))
+            .collect();
+        let mut starts = vec![0u32; num_pieces + 1];
+        for &p in &piece_of {
+            starts[p as usize + 1] += 1;
+        }
+        for p in 0..num_pieces {
+            starts[p + 1] += starts[p];
+        }
+        if piece_of.windows(2).all(|w| w[0] <= w[1]) {
+            // Already grouped (one piece, or rows in key order): nothing to move.
+            return Ok(Self {
+                batch,
+                keys,
+                starts,
+            });
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0u32; piece_of.len()];
+        for (row, &p) in piece_of.iter().enumerate() {
+            let at = &mut next[p as usize];
+            order[*at as usize] = u32::try_from(row).unwrap_or(u32::MAX);
+            *at += 1;
+        }
+        let keys = order.iter().map(|&r| keys[r as usize]).collect();
+        let batch = take_record_batch(&batch, &UInt32Array::from(order))
+            .map_err(|e| Error::arrow("grouping rows by piece", e))?;
+        Ok(Self {
+            batch,
+            keys,
+            starts,
+        })
+    }
+}
+
+/// Writes the pieces `pieces` of an in-memory range (its rows in `batches`), in key order:
+/// a window of pieces (one per thread) is sorted and gathered in parallel, each on its own
+/// ([`sorted_piece`]), then written in order. The rows handed to `out` are those
+/// [`write_sorted`] would hand it for the whole range: pieces are key intervals, and a
+/// piece's rows keep their routing order among equal keys.
+fn write_pieces(
+    out: &mut RangeOutput<'_>,
+    batches: &[PieceBatch],
+    pieces: std::ops::Range<usize>,
+    clustering: &Clustering,
+) -> Result<()> {
+    let pieces: Vec<usize> = pieces.collect();
+    let (cancel, clock) = (out.cancel, out.clock);
+    for window in pieces.chunks(rayon::current_num_threads().max(1)) {
+        out.check_cancel()?;
+        let gathered = window
+            .par_iter()
+            .map(|&piece| sorted_piece(batches, piece, clustering, cancel, clock))
+            .collect::<Result<Vec<_>>>()?;
+        for batch in gathered.into_iter().flatten() {
+            out.push(batch)?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows of piece `piece` of `batches`, sorted by key, stably, runs of equal keys ordered
+/// by the clustering columns' values ([`TieBreak`]), gathered in chunks of [`GATHER_ROWS`].
+fn sorted_piece(
+    batches: &[PieceBatch],
+    piece: usize,
+    clustering: &Clustering,
+    cancel: &AtomicBool,
+    clock: &Clock,
+) -> Result<Vec<RecordBatch>> {
+    let watch = Clock::stopwatch();
+    let mut sources: Vec<RecordBatch> = Vec::new();
+    let mut rows: Vec<(u64, u32, u32)> = Vec::new();
+    for b in batches {
+        let (start, end) = (b.starts[piece] as usize, b.starts[piece + 1] as usize);
+        if start == end {
+            continue;
+        }
+        let source = u32::try_from(sources.len()).unwrap_or(u32::MAX);
+        sources.push(b.batch.slice(start, end - start));
+        rows.extend(
+            b.keys[start..end]
+                .iter()
+                .enumerate()
+                .map(|(r, &key)| (key, source, u32::try_from(r).unwrap_or(u32::MAX))),
+        );
+    }
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    rows.sort_by_key(|r| r.0);
+    let ties = TieBreak::of_batches(&sources, clustering)?;
+    ties.order_runs(
+        &mut rows,
+        |r| r.0,
+        |r| ties.offsets[r.1 as usize] + r.2 as usize,
+        cancel,
+    )?;
+    let (wall, cpu) = watch.elapsed();
+    clock.add(Stage::Sort, wall, cpu);
+    let sources: Vec<&RecordBatch> = sources.iter().collect();
+    clock.time(Stage::Gather, || {
+        rows.chunks(GATHER_ROWS)
+            .map(|chunk| {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Cancelled);
+                }
+                let indices: Vec<(usize, usize)> = chunk
+                    .iter()
+                    .map(|&(_, b, r)| (b as usize, r as usize))
+                    .collect();
+                interleave_record_batch(&sources, &indices)
+                    .map_err(|e| Error::arrow("gathering a range", e))
+            })
+            .collect()
+    })
 }
 
 /// Sorts `rows` (key, batch, row) of `batches` by key, stably, orders runs of equal keys by
@@ -1002,15 +1170,19 @@ fn write_sorted(
         return Ok(());
     }
     // Stable, in parallel: a range keeps idle cores busy when there are fewer ranges than
-    // cores.
-    rows.par_sort_by_key(|r| r.0);
+    // cores. (Timed on this thread: the CPU of the threads helping with the sort counts in
+    // whatever they were timing, or nowhere.)
+    let clock = out.clock;
+    clock.time(Stage::Sort, || rows.par_sort_by_key(|r| r.0));
     out.check_cancel()?;
-    ties.order_runs(
-        &mut rows,
-        |r| r.0,
-        |r| ties.offsets[r.1 as usize] + r.2 as usize,
-        out.cancel,
-    )?;
+    clock.time(Stage::Sort, || {
+        ties.order_runs(
+            &mut rows,
+            |r| r.0,
+            |r| ties.offsets[r.1 as usize] + r.2 as usize,
+            out.cancel,
+        )
+    })?;
     let sources: Vec<&RecordBatch> = batches.iter().collect();
     // Gathering is random access over every batch; a window of chunks is gathered in
     // parallel (so a range keeps idle cores busy when there are fewer ranges than cores),
@@ -1029,8 +1201,10 @@ fn write_sorted(
                     .iter()
                     .map(|&(_, b, r)| (b as usize, r as usize))
                     .collect();
-                interleave_record_batch(&sources, &indices)
-                    .map_err(|e| Error::arrow("gathering a range", e))
+                clock.time(Stage::Gather, || {
+                    interleave_record_batch(&sources, &indices)
+                        .map_err(|e| Error::arrow("gathering a range", e))
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         for batch in gathered {
@@ -1321,7 +1495,11 @@ fn for_each_file_in_order(
     let read = |indices: &[usize]| -> Vec<Result<Vec<RecordBatch>>> {
         indices
             .par_iter()
-            .map(|&i| context.reader.read(&table.files[i]))
+            .map(|&i| {
+                context
+                    .clock
+                    .time(Stage::Read, || context.reader.read(&table.files[i]))
+            })
             .collect()
     };
     let chunks = read_chunks(

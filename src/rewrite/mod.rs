@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod estimate;
 pub mod leftovers;
 pub mod stats;
+pub mod timings;
 pub mod upload;
 pub mod write;
 
@@ -74,6 +75,8 @@ pub(crate) struct RewriteContext {
     pub deadline: Option<std::time::Instant>,
     /// Bin ids in the order they start ([`Settings::order`]).
     pub order: Vec<usize>,
+    /// Where the run's time goes ([`Settings::clock`]).
+    pub clock: Arc<timings::Clock>,
 }
 
 /// Runs every bin of `plan`. Blocking: call it off the async runtime.
@@ -275,6 +278,7 @@ fn run_bin(
         expected_rows: None,
         upload_part_bytes: upload::UPLOAD_PART_BYTES,
         plain_columns: plan.plain_columns.clone(),
+        clock: context.clock.clone(),
     };
     let mut written = Vec::new();
     let rows = match &plan.clustering {
@@ -404,9 +408,13 @@ fn compact(
         let mut rows = 0u64;
         let files: Vec<&crate::table::DataFile> =
             bin.files.iter().map(|&index| &table.files[index]).collect();
-        context
+        // Reading is what the read loop takes besides writing (timed by the writer).
+        let reading = timings::Clock::stopwatch();
+        let mut writing = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+        let read = context
             .reader
             .read_each(&files, context.read_concurrency, |file, batches| {
+                let watch = timings::Clock::stopwatch();
                 for batch in batches {
                     if context.cancel.load(Ordering::Relaxed) {
                         return Err(Error::Cancelled);
@@ -415,8 +423,18 @@ fn compact(
                     writer.write(&batch)?;
                 }
                 progress.file_done(file.size_bytes);
+                let (wall, cpu) = watch.elapsed();
+                writing.0 += wall;
+                writing.1 += cpu;
                 Ok(())
-            })?;
+            });
+        let (wall, cpu) = reading.elapsed();
+        context.clock.add(
+            timings::Stage::Read,
+            wall.saturating_sub(writing.0),
+            cpu.saturating_sub(writing.1),
+        );
+        read?;
         writer.finish()?;
         Ok(rows)
     })();
@@ -443,6 +461,8 @@ pub(crate) struct Settings {
     pub deadline: Option<std::time::Instant>,
     /// Bin ids in the order they start (best expected saving first); empty: plan order.
     pub order: Vec<usize>,
+    /// Receives the seconds of each stage ([`timings`]).
+    pub clock: Arc<timings::Clock>,
 }
 
 /// The execute step shared by `optimize` and the work orders' `execute`: writes the new files
@@ -511,6 +531,7 @@ pub(crate) async fn write_bins(
         reader,
         deadline: options.deadline,
         order: options.order.clone(),
+        clock: options.clock.clone(),
     };
     let task = tokio::task::spawn_blocking(move || {
         let result = execute(&table, &plan, &context, progress.as_ref());

@@ -34,6 +34,7 @@ use deltalake::{ObjectStore, Path};
 use rayon::prelude::*;
 
 use super::stats::StatsCollector;
+use super::timings::Stage;
 use super::upload::{FailureSlot, FileUpload};
 use crate::error::{Error, Result};
 use crate::table::{DataFile, FileStats, LeafColumn};
@@ -220,6 +221,7 @@ pub(crate) struct RollingWriter {
     expected_rows: Option<u64>,
     upload_part_bytes: usize,
     plain_columns: Vec<String>,
+    clock: Arc<super::timings::Clock>,
     // state
     current: Option<OpenFile>,
     written: Vec<WrittenFile>,
@@ -302,6 +304,8 @@ pub(crate) struct WriterConfig {
     pub upload_part_bytes: usize,
     /// Leaf columns written without a dictionary ([`crate::plan::Plan::plain_columns`]).
     pub plain_columns: Vec<String>,
+    /// Receives the encode and upload seconds ([`super::timings`]).
+    pub clock: Arc<super::timings::Clock>,
 }
 
 /// Most rows of a row group: 2^20.
@@ -377,6 +381,7 @@ impl RollingWriter {
             expected_rows: config.expected_rows,
             upload_part_bytes: config.upload_part_bytes,
             plain_columns: config.plain_columns,
+            clock: config.clock,
             current: None,
             written: Vec::new(),
             rows: 0,
@@ -494,7 +499,8 @@ impl RollingWriter {
         }
         let measured = self.encoded_rows > 0;
         let file = self.current.as_mut().expect("opened above");
-        file.stats.update(batch)?;
+        self.clock
+            .time(Stage::Encode, || file.stats.update(batch))?;
         file.pending.push(batch.clone());
         file.pending_rows += batch.num_rows();
         if !measured {
@@ -611,14 +617,17 @@ impl RollingWriter {
         // Each batch's leaf columns, in the writers' order.
         let fields = self.schema.fields();
         let num_leaves = writers.len();
+        let clock = &self.clock;
         let leaves = batches
             .par_iter()
             .map(|batch| {
-                let mut out = Vec::with_capacity(num_leaves);
-                for (field, column) in fields.iter().zip(batch.columns()) {
-                    out.extend(compute_leaves(field, column)?);
-                }
-                Ok(out)
+                clock.time(Stage::Encode, || {
+                    let mut out = Vec::with_capacity(num_leaves);
+                    for (field, column) in fields.iter().zip(batch.columns()) {
+                        out.extend(compute_leaves(field, column)?);
+                    }
+                    Ok(out)
+                })
             })
             .collect::<std::result::Result<Vec<Vec<ArrowLeafColumn>>, ParquetError>>()?;
         drop(batches);
@@ -626,19 +635,25 @@ impl RollingWriter {
             .into_par_iter()
             .enumerate()
             .map(|(i, mut writer)| {
-                for batch in &leaves {
-                    writer.write(&batch[i])?;
-                }
-                writer.close()
+                clock.time(Stage::Encode, || {
+                    for batch in &leaves {
+                        writer.write(&batch[i])?;
+                    }
+                    writer.close()
+                })
             })
             .collect::<std::result::Result<Vec<_>, ParquetError>>()?;
         drop(leaves);
         let before = file.writer.bytes_written();
-        let mut row_group = file.writer.next_row_group()?;
-        for chunk in chunks {
-            chunk.append_to_row_group(&mut row_group)?;
-        }
-        row_group.close()?;
+        // Appending hands the encoded bytes to the upload, which may wait for parts in
+        // flight.
+        clock.time(Stage::Upload, || {
+            let mut row_group = file.writer.next_row_group()?;
+            for chunk in chunks {
+                chunk.append_to_row_group(&mut row_group)?;
+            }
+            row_group.close()
+        })?;
         file.row_groups += 1;
         self.encoded_rows += rows as u64;
         self.encoded_bytes += (file.writer.bytes_written() - before) as u64;
@@ -658,11 +673,12 @@ impl RollingWriter {
             return Ok(());
         };
         // The footer is written here, and with it the last bytes reach the upload.
-        let upload = writer
-            .into_inner()
+        let upload = self
+            .clock
+            .time(Stage::Upload, || writer.into_inner())
             .map_err(|source| file_error(&path, &failure, source))?;
         let multipart = upload.is_multipart();
-        match upload.finish() {
+        match self.clock.time(Stage::Upload, || upload.finish()) {
             Ok(size_bytes) => {
                 self.written.push(WrittenFile {
                     path,
@@ -741,6 +757,7 @@ mod tests {
             // Parts far smaller than a file: every file is a multipart upload.
             upload_part_bytes: 4096,
             plain_columns: Vec::new(),
+            clock: Arc::default(),
         });
         for chunk in 0..40i64 {
             let ids: Vec<i64> = (chunk * 1000..(chunk + 1) * 1000).collect();
@@ -837,6 +854,7 @@ mod tests {
             expected_rows,
             upload_part_bytes: crate::rewrite::upload::UPLOAD_PART_BYTES,
             plain_columns: Vec::new(),
+            clock: Arc::default(),
         });
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for chunk in 0..batches {
@@ -951,6 +969,7 @@ mod tests {
             expected_rows: Some(6000),
             upload_part_bytes: crate::rewrite::upload::UPLOAD_PART_BYTES,
             plain_columns: Vec::new(),
+            clock: Arc::default(),
         });
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         let mut blobs = Vec::new();

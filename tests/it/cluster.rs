@@ -480,8 +480,50 @@ fn layout(location: &str, columns: &[&str]) -> Vec<String> {
     out
 }
 
+/// Each data file's rows in file order (each row its values as text, joined by `|`), the
+/// files sorted: what two runs that write the same files have in common.
+fn ordered_files(location: &str) -> Vec<Vec<String>> {
+    use deltalake::arrow::util::display::{ArrayFormatter, FormatOptions};
+    let options = FormatOptions::default();
+    let mut files: Vec<Vec<String>> = load(location)
+        .files
+        .iter()
+        .map(|file| {
+            let bytes = std::fs::read(std::path::Path::new(location).join(&file.path)).unwrap();
+            let reader =
+                deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                    bytes::Bytes::from(bytes),
+                )
+                .unwrap()
+                .build()
+                .unwrap();
+            let mut rows = Vec::new();
+            for batch in reader {
+                let batch = batch.unwrap();
+                let formatters: Vec<_> = batch
+                    .columns()
+                    .iter()
+                    .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+                    .collect();
+                rows.extend((0..batch.num_rows()).map(|row| {
+                    formatters
+                        .iter()
+                        .map(|f| f.value(row).to_string())
+                        .collect::<Vec<_>>()
+                        .join("|")
+                }));
+            }
+            rows
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// A memory budget of 1/8 or 1/64 of the data clusters out of core, each range in pieces,
-/// and writes exactly the files an unbounded run writes, leaving no spill file behind.
+/// and so does a budget that keeps the rows in memory but cuts their ranges in small pieces
+/// (1/256 of it): each writes exactly the files an unbounded run writes, row for row,
+/// leaving no spill file behind.
 #[test]
 fn out_of_core_clustering_writes_the_same_files() {
     let mut rng = StdRng::seed_from_u64(21);
@@ -525,11 +567,13 @@ fn out_of_core_clustering_writes_the_same_files() {
     let total = load(&source.display().to_string()).totals().bytes;
     let mut layouts = Vec::new();
     // A budget of 1/8 cuts each range (about 1/10 of the rows) into about 4 pieces sorted
-    // one at a time, 1/64 into about 26.
-    for (name, limit) in [
-        ("unbounded", None),
-        ("bounded", Some(in_memory_bytes / 8)),
-        ("tiny", Some(in_memory_bytes / 64)),
+    // one at a time, 1/64 into about 26. In memory, a budget of 4 times the rows cuts each
+    // range into about 6 pieces (of 1/256 of the budget) sorted and gathered apart.
+    for (name, limit, spilled) in [
+        ("unbounded", None, false),
+        ("in memory, small pieces", Some(in_memory_bytes * 4), false),
+        ("bounded", Some(in_memory_bytes / 8), true),
+        ("tiny", Some(in_memory_bytes / 64), true),
     ] {
         let copy = dir.path().join(name);
         copy_table(&source, &copy);
@@ -546,18 +590,22 @@ fn out_of_core_clustering_writes_the_same_files() {
             "{name}: {} files",
             outcome.files_added
         );
-        assert_eq!(outcome.bins_spilled, u64::from(limit.is_some()), "{name}");
+        assert_eq!(outcome.bins_spilled, u64::from(spilled), "{name}");
         assert_eq!(rows(&location), before, "{name}");
         assert_eq!(
             std::fs::read_dir(&spill).unwrap().count(),
             0,
             "{name}: spill files left"
         );
-        layouts.push(layout(&location, &["a", "b"]));
+        layouts.push((layout(&location, &["a", "b"]), ordered_files(&location)));
     }
-    assert_eq!(layouts[0], layouts[1], "out-of-core run wrote other files");
     assert_eq!(
-        layouts[0], layouts[2],
+        layouts[0], layouts[1],
+        "in-memory run in small pieces wrote other files"
+    );
+    assert_eq!(layouts[0], layouts[2], "out-of-core run wrote other files");
+    assert_eq!(
+        layouts[0], layouts[3],
         "out-of-core run in small pieces wrote other files"
     );
 }
