@@ -1012,7 +1012,8 @@ fn write_piece(
 /// Arrow memory of the rows of one piece of an in-memory range, bytes: a piece's rows are
 /// sorted and gathered apart from the others', so the gather's random reads stay within
 /// about this much memory (a column of it within a core's cache) instead of the whole bin's.
-/// Measured on TPC-H lineitem (BENCHMARKS.md, "Clustering: the gather in pieces").
+/// Measured on TPC-H lineitem (BENCHMARKS.md, "Clustering: the gather in pieces, and where
+/// the time goes").
 pub const PIECE_BYTES: u64 = 16 << 20;
 
 /// A piece is at most this share of the memory budget (`--memory-limit`).
