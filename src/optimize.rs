@@ -653,6 +653,10 @@ enum Origin {
 /// # Errors
 /// Everything [`plan_sized`] and [`write_bins`] return; the files of every outcome are
 /// deleted first.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the round's inputs and the run's clock, each used"
+)]
 async fn compact_again(
     table: &TableView,
     first_plan: &Plan,
