@@ -21,7 +21,12 @@ Needs the package installed (`pip install .`) and `deltalake` (delta-rs) to read
   within one of the budget, rows kept; `min_gain=` with nothing worth doing returns
   `nothing_worth_doing`, and `plan` a plan without bins; a layout that makes the recorded
   workload dearer raises LayoutRegressionError); workloads of other types or without
-  a predicate raise ValueError / TypeError before anything runs.
+  a predicate raise ValueError / TypeError before anything runs;
+* `inspect`, `vacuum`, `history` and `sweep` return the CLI's documents, a
+  `deltalake.DeltaTable` is taken wherever a location is, and a keyword argument that is no
+  option of the command raises TypeError (with the closest option) before anything runs;
+* Ctrl-C (a real SIGINT) during a clustering run cancels it: KeyboardInterrupt is raised, the
+  files it wrote are deleted, nothing is committed, the rows are the same.
 Prints one line per check; exits 1 if any failed.
 """
 import json
@@ -211,6 +216,118 @@ def check_workloads(binary, testdata, work):
           isinstance(error, dl.DeltaLayoutError) and "no statement" in str(error), repr(error))
 
 
+def cli_json(binary, *args):
+    """The document `delta-layout ARGS --json` prints."""
+    out = subprocess.run([binary, *args, "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def check_commands(binary, work, source):
+    """inspect, vacuum, history and sweep; DeltaTable arguments; unknown keyword arguments."""
+    t = copy(source, f"{work}/commands")
+    dl.optimize(t, zorder="id,x", target_size="4KiB")
+    table = DeltaTable(t)
+    check("inspect(DeltaTable) returns the CLI's document",
+          dl.inspect(table) == cli_json(binary, "inspect", t))
+    check("inspect(version=0) is the CLI's --version 0",
+          dl.inspect(t, version=0) == cli_json(binary, "inspect", t, "--version", "0"))
+    runs = dl.history(table)
+    check("history returns the CLI's document, one OPTIMIZE run",
+          runs == cli_json(binary, "history", t) and len(runs["runs"]) == 1, json.dumps(runs)[:300])
+    listing = sorted(str(p.relative_to(t)) for p in pathlib.Path(t).rglob("*"))
+    dry = dl.vacuum(t, retain="7d", dry_run=True)
+    check("vacuum(retain='7d', dry_run=True) is the CLI's document, 168 hours, nothing deleted",
+          dry == cli_json(binary, "vacuum", t, "--retain", "168", "--dry-run")
+          and dry["retention_hours"] == 168 and dry["dry_run"] is True
+          and sorted(str(p.relative_to(t)) for p in pathlib.Path(t).rglob("*")) == listing,
+          json.dumps(dry)[:300])
+    error = raises(lambda: dl.vacuum(t, retain=0))
+    check("vacuum below the table's retention raises DeltaLayoutError naming the risk flag",
+          isinstance(error, dl.DeltaLayoutError) and "--risk-breaking-readers" in str(error), repr(error))
+    deleted = dl.vacuum(t, retain=0, risk_breaking_readers=True)
+    check("vacuum(retain=0, risk_breaking_readers=True) deletes the removed files, rows kept",
+          deleted["files"] and not deleted["dry_run"] and rows(t) == rows(source), json.dumps(deleted)[:300])
+    version = DeltaTable(t).version()
+    swept = dl.sweep(table, target_sizes=["4KiB", "8KiB"], layouts=["compact", "zorder:id,x"],
+                     columns="id,x", estimate=True)
+    cli = cli_json(binary, "sweep", t, "--target-sizes", "4KiB,8KiB", "--layout", "compact",
+                   "--layout", "zorder:id,x", "--columns", "id,x", "--estimate", "--quiet")
+    def untimed(document):
+        """The document without its timings (build_ms, duration_ms)."""
+        document = dict(document, duration_ms=None)
+        document["combinations"] = [dict(c, build_ms=None) for c in document["combinations"]]
+        return document
+
+    check("sweep returns the CLI's combinations (2 layouts x 2 sizes), table untouched",
+          untimed(swept) == untimed(cli) and len(swept["combinations"]) == 4
+          and DeltaTable(t).version() == version, json.dumps(swept)[:300])
+    report = dl.report(table, columns="id,x")
+    check("report(DeltaTable) is report(path)", report == dl.report(t, columns="id,x"))
+    for call, needle in [
+        (lambda: dl.optimize(t, targt_size="4KiB"), "target_size"),
+        (lambda: dl.optimize(t, dryrun=False), "dry_run"),
+        (lambda: dl.report(t, column="id"), "columns"),
+        (lambda: dl.sweep(t, target_sizes="4KiB", layout_specs=["compact"]), None),
+        (lambda: dl.plan(t, zorder="id", task_sze="1MiB"), "task_size"),
+    ]:
+        error = raises(call)
+        check(f"a misspelt keyword raises TypeError before anything runs ({needle})",
+              isinstance(error, TypeError) and "unexpected keyword argument" in str(error)
+              and (needle is None or f"did you mean {needle}=" in str(error))
+              and DeltaTable(t).version() == version, repr(error))
+
+
+CTRL_C_CHILD = r"""
+import json, os, pathlib, signal, sys, threading, time
+import delta_layout as dl
+table = sys.argv[1]
+def files():
+    return {str(p) for p in pathlib.Path(table).rglob("*.parquet")}
+before = files()
+sent = []
+def interrupt_when_writing():
+    # SIGINT once the run has written its first file (the run then holds its cancel flag).
+    while not (files() - before):
+        time.sleep(0.005)
+    sent.append(time.monotonic())
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt_when_writing, daemon=True).start()
+outcome = "returned"
+try:
+    dl.optimize(table, zorder="id,x", target_size="64KiB")
+except KeyboardInterrupt:
+    outcome = "KeyboardInterrupt"
+except dl.DeltaLayoutError as e:
+    outcome = f"{type(e).__name__}: {e}"
+took = time.monotonic() - sent[0] if sent else None
+print(json.dumps({"outcome": outcome, "seconds_after_signal": took,
+                  "left": sorted(files() - before), "lost": sorted(before - files())}))
+"""
+
+
+def check_ctrl_c(work):
+    """A real SIGINT while a clustering run writes: the run is cancelled and cleaned up."""
+    big = f"{work}/big"
+    for i in range(8):
+        n = 100_000
+        ids = pa.array([(v * 2654435761) % 1_000_003 for v in range(i * n, (i + 1) * n)], pa.int64())
+        write_deltalake(big, pa.table({"id": ids, "x": pa.array([v % 977 for v in range(n)], pa.int64()),
+                                       "s": pa.array([f"row {v}" for v in range(n)])}), mode="append")
+    before, version = rows(big), DeltaTable(big).version()
+    out = subprocess.run([sys.executable, "-c", CTRL_C_CHILD, big], capture_output=True, text=True,
+                         timeout=600)
+    try:
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        check("Ctrl-C cancels a running optimize", False, out.stdout + out.stderr)
+        return
+    check("Ctrl-C cancels a running optimize: KeyboardInterrupt, the files it wrote deleted",
+          result["outcome"] == "KeyboardInterrupt" and result["left"] == [] and result["lost"] == [],
+          json.dumps(result))
+    check("Ctrl-C: nothing committed, the rows the same",
+          DeltaTable(big).version() == version and rows(big) == before)
+
+
 def main():
     binary, testdata = os.path.abspath(sys.argv[1]), sys.argv[2]
     work = tempfile.mkdtemp(prefix="check-python-")
@@ -360,6 +477,8 @@ def main():
         check("a testdata table keeps its rows", rows(g) == g_before)
 
         check_workloads(binary, testdata, work)
+        check_commands(binary, work, source)
+        check_ctrl_c(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"python package: {len(FAILED)} failed")

@@ -4,7 +4,7 @@
 //!   [`Error::UnknownColumn`], [`Error::InvalidPredicate`], [`Error::InvalidWorkload`],
 //!   [`Error::WorkOrder`].
 //! * **Table state** (the user or another writer changed or owns the table):
-//!   [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
+//!   [`Error::NotWritable`] (the operator grants write access), [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
 //!   [`Error::ConcurrentModification`], [`Error::CommitStopped`], [`Error::CommitOutcomeUnknown`],
 //!   [`Error::LayoutRegression`],
 //!   [`Error::DataFile`].
@@ -236,6 +236,19 @@ pub enum Error {
         /// The deltalake error.
         #[source]
         source: Box<DeltaTableError>,
+    },
+    /// The table's location refused a small probe object put under its root before any
+    /// work (permissions, a read-only mount, a bucket policy): nothing was written. The
+    /// operator must grant write access (or run with `--dry-run`).
+    #[error(
+        "cannot write to table '{table}' (checked before any work: nothing was written); grant write access to its location, or use --dry-run"
+    )]
+    NotWritable {
+        /// The table location.
+        table: String,
+        /// The object store's refusal.
+        #[source]
+        source: Box<ObjectStoreError>,
     },
     /// The object store failed on `path`.
     #[error("storage operation failed on '{path}'")]

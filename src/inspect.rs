@@ -62,6 +62,9 @@ pub struct InspectReport {
     pub target_source: TargetSource,
     /// Files below the target size.
     pub files_below_target: u64,
+    /// Files within 20% of the target, either way, as `optimize` writes them
+    /// ([`crate::plan::near_target`]).
+    pub files_near_target: u64,
     /// Files below `optimize`'s default minimum (3/4 of the target): compaction candidates.
     pub files_below_min_size: u64,
     /// The size histogram, power-of-two buckets, empty buckets left out.
@@ -141,6 +144,11 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
         target_file_bytes: target,
         target_source: source,
         files_below_target: table.files.iter().filter(|f| f.size_bytes < target).count() as u64,
+        files_near_target: table
+            .files
+            .iter()
+            .filter(|f| crate::plan::near_target(f.size_bytes, target))
+            .count() as u64,
         files_below_min_size: table
             .files
             .iter()

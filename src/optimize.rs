@@ -93,6 +93,85 @@ pub struct OptimizeOutcome {
     pub timings: rewrite::timings::Timings,
 }
 
+/// Output files per partition below which a clustering run cannot buy skipping: with
+/// fewer than 4 files, a range predicate that covers a quarter of a column's values reads
+/// at least one file in any order, and most predicates read all of them.
+pub const MIN_FILES_FOR_SKIPPING: u64 = 4;
+
+/// Files per partition a [`FewFiles`] suggestion aims at.
+pub const SUGGESTED_FILES_PER_PARTITION: u64 = 8;
+
+/// A clustering run (or dry run) that writes fewer than [`MIN_FILES_FOR_SKIPPING`] files per
+/// partition, so min/max pruning can skip little or nothing whatever the order of the rows
+/// (typically a small table at the default 256 MiB target): what it writes and the target
+/// that would write about [`SUGGESTED_FILES_PER_PARTITION`] files per partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FewFiles {
+    /// Files written (planned, for a dry run).
+    pub files: u64,
+    /// Their bytes (expected, for a dry run).
+    pub bytes: u64,
+    /// Partitions they are in.
+    pub partitions: u64,
+    /// The run's target file size, bytes.
+    pub target_file_bytes: u64,
+    /// A target (a power of two bytes, at least `floor_bytes`) that writes about
+    /// [`SUGGESTED_FILES_PER_PARTITION`] files per partition; `None` when even the floor
+    /// writes fewer than [`MIN_FILES_FOR_SKIPPING`]: the table is too small for clustering to
+    /// skip files.
+    pub suggested_target_file_bytes: Option<u64>,
+}
+
+impl OptimizeOutcome {
+    /// The [`FewFiles`] warning of a clustering run (committed or dry) that writes fewer
+    /// than [`MIN_FILES_FOR_SKIPPING`] files per partition; `None` for compaction, a run that
+    /// wrote nothing, or enough files. `floor_bytes`: the smallest target accepted
+    /// ([`plan::target_floor_bytes`]).
+    #[must_use]
+    pub fn few_files(&self, floor_bytes: u64) -> Option<FewFiles> {
+        self.plan.clustering.as_ref()?;
+        let (files, bytes, partitions) = if self.dry_run {
+            let bins = self.plan.partitions.iter().flat_map(|p| &p.bins);
+            (
+                bins.clone().map(|b| b.expected_output_files).sum::<u64>(),
+                bins.map(|b| b.expected_output_bytes).sum::<u64>(),
+                self.plan
+                    .partitions
+                    .iter()
+                    .filter(|p| !p.bins.is_empty())
+                    .count() as u64,
+            )
+        } else if self.version.is_some() {
+            (self.files_added, self.bytes_added, self.partitions)
+        } else {
+            return None;
+        };
+        if partitions == 0 || files == 0 || files >= MIN_FILES_FOR_SKIPPING * partitions {
+            return None;
+        }
+        let per_partition = bytes / partitions;
+        let wanted = per_partition / SUGGESTED_FILES_PER_PARTITION;
+        let floor = floor_bytes.max(1);
+        let suggested = if wanted >= floor {
+            // The largest power of two at most `wanted`.
+            Some(1_u64 << (63 - wanted.leading_zeros()))
+                .filter(|&p| p >= floor)
+                .or(Some(floor))
+        } else if per_partition / floor >= MIN_FILES_FOR_SKIPPING {
+            Some(floor)
+        } else {
+            None
+        };
+        Some(FewFiles {
+            files,
+            bytes,
+            partitions,
+            target_file_bytes: self.plan.target_file_bytes,
+            suggested_target_file_bytes: suggested,
+        })
+    }
+}
+
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
@@ -326,6 +405,11 @@ pub async fn rewrite(
         ));
     }
     table.protocol.check_writable(&table.display_location())?;
+    // The location must take writes, and a commit must be an atomic put-if-absent: checked
+    // before any work, so a read-only table fails at once with nothing written.
+    if !options.dry_run {
+        crate::commit::check_atomic_commits(&table, &plan::new_run_id()).await?;
+    }
     let mut plan = plan_sized(&table, options).await?;
     if plan.run_id.is_empty() {
         plan.run_id = plan::new_run_id();
@@ -399,8 +483,6 @@ pub async fn rewrite(
             record: None,
         });
     }
-    // The commit must be an atomic put-if-absent: checked before any data file is written.
-    crate::commit::check_atomic_commits(&table, &outcome.plan.run_id).await?;
     progress.start(
         usize::try_from(outcome.bins).unwrap_or(usize::MAX),
         outcome.bytes_removed,

@@ -100,7 +100,8 @@ impl OptimizeOptions {
     /// The memory a clustering run may buffer, bytes (Arrow memory of the rows it holds). A
     /// partition that does not fit is clustered out of core: rows are routed to per-range
     /// spill files, then each range is sorted and written on its own. Defaults to
-    /// [`rewrite::default_memory_limit_bytes`], a quarter of physical memory.
+    /// [`rewrite::default_memory_limit_bytes`], a quarter of the memory available (the
+    /// cgroup's limit where one is set, else physical memory).
     #[must_use]
     pub fn with_memory_limit(mut self, bytes: Option<u64>) -> Self {
         self.memory_limit_bytes = bytes;

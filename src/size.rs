@@ -224,6 +224,39 @@ pub fn parse_duration(option: crate::Setting, text: &str) -> Result<std::time::D
     std::time::Duration::try_from_secs_f64(total).map_err(|_| bad("too long"))
 }
 
+/// Parses a retention (`vacuum --retain`) into hours: a plain number is hours (`168`, `0.5`),
+/// as Delta's `VACUUM ... RETAIN n HOURS` counts them; anything else is a duration with units
+/// as [`parse_duration`] reads them (`7d`, `168h`, `36h30m`).
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `option` for a negative or non-finite number, or a text
+/// [`parse_duration`] refuses.
+///
+/// # Examples
+/// ```
+/// use delta_layout::Setting;
+/// use delta_layout::size::parse_retention_hours;
+/// assert_eq!(parse_retention_hours(Setting::Retain, "168")?, 168.0);
+/// assert_eq!(parse_retention_hours(Setting::Retain, "7d")?, 168.0);
+/// assert_eq!(parse_retention_hours(Setting::Retain, "90m")?, 1.5);
+/// assert!(parse_retention_hours(Setting::Retain, "7x").is_err());
+/// assert!(parse_retention_hours(Setting::Retain, "-1").is_err());
+/// # Ok::<(), delta_layout::Error>(())
+/// ```
+pub fn parse_retention_hours(option: crate::Setting, text: &str) -> Result<f64> {
+    if let Ok(hours) = text.trim().parse::<f64>() {
+        return if hours.is_finite() && hours >= 0.0 {
+            Ok(hours + 0.0)
+        } else {
+            Err(Error::invalid_option(
+                option,
+                format!("'{text}' is not a number of hours of 0 or more"),
+            ))
+        };
+    }
+    Ok(parse_duration(option, text)?.as_secs_f64() / 3600.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

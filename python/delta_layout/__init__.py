@@ -32,6 +32,7 @@ the bins of a plan as Spark tasks.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 import shutil
@@ -48,14 +49,19 @@ __all__ = [
     "DeltaLayoutError",
     "LayoutRegressionError",
     "Plan",
+    "TableLike",
     "WorkloadLike",
     "commit",
     "execute",
     "extract_workload",
+    "history",
+    "inspect",
     "optimize",
     "plan",
     "recommend",
     "report",
+    "sweep",
+    "vacuum",
     "verify",
 ]
 
@@ -88,9 +94,42 @@ class CancelledError(DeltaLayoutError):
     """The run was cancelled (exit code 130); nothing was committed, written files deleted."""
 
 
-def _flags(options: Mapping[str, Any]) -> list[str]:
-    """``--name value`` for each option (underscores become dashes); ``True`` is a bare
-    flag, ``None`` and ``False`` are left out, a list or tuple repeats the option."""
+_OPTIONS: dict[str, list[str]] | None = None
+
+
+def _check_options(command: str, options: Mapping[str, Any]) -> None:
+    """Raises ``TypeError`` for a keyword argument that names no option of ``delta-layout
+    command`` (the CLI's own definitions), with the closest option when one is close."""
+    global _OPTIONS
+    if _OPTIONS is None:
+        _OPTIONS = _native.command_options()
+    known = _OPTIONS[command]
+    function = "extract_workload" if command == "workload extract" else command
+    for name in options:
+        flag = name.replace("_", "-")
+        if flag in known:
+            continue
+        close = difflib.get_close_matches(flag, known, n=1)
+        hint = f"; did you mean {close[0].replace('-', '_')}=?" if close else ""
+        raise TypeError(f"{function}() got an unexpected keyword argument {name!r} "
+                        f"(`delta-layout {command}` has no --{flag}{hint})")
+
+
+def _uri(table: Any) -> str:
+    """A table's location: a path or URI (``str`` or ``os.PathLike``), or a
+    ``deltalake.DeltaTable`` (its ``table_uri``; the latest version is what a command reads)."""
+    uri = getattr(table, "table_uri", None)
+    if isinstance(uri, str):
+        return uri
+    return os.fspath(table)
+
+
+def _flags(options: Mapping[str, Any], command: str) -> list[str]:
+    """``--name value`` for each option of ``delta-layout command`` (underscores become
+    dashes); ``True`` is a bare flag, ``None`` and ``False`` are left out, a list or tuple
+    repeats the option. Raises ``TypeError`` for a name that is no option of the command,
+    given or not (a misspelt ``dryrun=False`` is an error too)."""
+    _check_options(command, options)
     out: list[str] = []
     for name, value in options.items():
         flag = "--" + name.replace("_", "-")
@@ -139,6 +178,11 @@ def _columns(value: str | Sequence[str] | None) -> list[str] | None:
         return None
     return [value] if isinstance(value, str) else list(value)
 
+
+TableLike = Union[str, "os.PathLike[str]", Any]
+"""A table: its location (a local path, ``str`` or ``os.PathLike``, or a URI such as
+``s3://bucket/events``), or a ``deltalake.DeltaTable``, whose ``table_uri`` is used (a command
+reads the table's latest version; ``storage_options`` are still given to the call)."""
 
 WorkloadLike = Union[str, "os.PathLike[str]", Sequence[str], Mapping[str, int]]
 """A workload (``--workload``): the path of a workload file (``str`` or ``os.PathLike``), a
@@ -221,7 +265,7 @@ def _workload_file(workload: WorkloadLike | None) -> Iterator[str | None]:
 
 
 def optimize(
-    table_uri: str,
+    table_uri: TableLike,
     *,
     zorder: str | Sequence[str] | None = None,
     hilbert: str | Sequence[str] | None = None,
@@ -255,16 +299,15 @@ def optimize(
     another type or without a predicate.
     """
     with _workload_file(workload) as workload_path:
-        argv = ["optimize", table_uri, "--json", "--quiet"] + _flags(
+        argv = ["optimize", _uri(table_uri), "--json", "--quiet"] + _flags(
             {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "workload": workload_path,
              "target_size": target_size, "where": where, "memory_limit": memory_limit,
-             "dry_run": dry_run, **options})
-        argv[1] = os.fspath(table_uri)
+             "dry_run": dry_run, **options}, "optimize")
         return _document(_run(argv, storage_options, ok=(0, 4))[1])
 
 
 def report(
-    table_uri: str,
+    table_uri: TableLike,
     *,
     columns: str | Sequence[str] | None = None,
     version: int | None = None,
@@ -283,15 +326,14 @@ def report(
     type or without a predicate.
     """
     with _workload_file(workload) as workload_path:
-        argv = ["report", table_uri, "--json"] + _flags(
+        argv = ["report", _uri(table_uri), "--json"] + _flags(
             {"columns": _columns(columns), "version": version, "compare": compare,
-             "workload": workload_path, **options})
-        argv[1] = os.fspath(table_uri)
+             "workload": workload_path, **options}, "report")
         return _document(_run(argv, storage_options)[1])
 
 
 def recommend(
-    table_uri: str,
+    table_uri: TableLike,
     workload: WorkloadLike,
     *,
     target_sizes: int | str | Sequence[int | str] | None = None,
@@ -330,11 +372,10 @@ def recommend(
     if target_sizes is not None and not isinstance(target_sizes, (str, int)):
         target_sizes = ",".join(str(size) for size in target_sizes)
     with _workload_file(workload) as workload_path:
-        argv = ["recommend", table_uri, "--json"] + _flags(
+        argv = ["recommend", _uri(table_uri), "--json"] + _flags(
             {"workload": workload_path, "target_sizes": target_sizes, "holdout": holdout,
              "seed": seed, "sample": sample, "max_columns": max_columns, "file_cost": file_cost,
-             "min_gain": min_gain})
-        argv[1] = os.fspath(table_uri)
+             "min_gain": min_gain}, "recommend")
         return _document(_run(argv, storage_options)[1])
 
 
@@ -358,12 +399,12 @@ def extract_workload(
     Raises :class:`DeltaLayoutError` (an unreadable file, or no statement filtering the table
     by a predicate that can skip files).
     """
-    argv = ["workload", "extract", os.fspath(sql_path), "--table", table] + _flags({"schema": schema})
+    argv = ["workload", "extract", os.fspath(sql_path), "--table", table] + _flags({"schema": schema}, "workload extract")
     return _run(argv, storage_options)[1]
 
 
 def verify(
-    table_uri: str,
+    table_uri: TableLike,
     *,
     compare: int,
     version: int | None = None,
@@ -376,10 +417,96 @@ def verify(
 
     Raises :class:`DeltaLayoutError` when the versions cannot be read.
     """
-    argv = ["verify", table_uri, "--json", "--quiet"] + _flags(
-        {"compare": compare, "version": version, "unique": _columns(unique)})
-    argv[1] = os.fspath(table_uri)
+    argv = ["verify", _uri(table_uri), "--json", "--quiet"] + _flags(
+        {"compare": compare, "version": version, "unique": _columns(unique)}, "verify")
     return _document(_run(argv, storage_options, ok=(0, 1))[1])
+
+
+def inspect(
+    table_uri: TableLike,
+    *,
+    version: int | None = None,
+    target_size: int | str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> dict:
+    """The table's files, bytes, rows, file sizes, stats coverage and features (``delta-layout
+    inspect --json``) at its latest version or ``version``; ``target_size`` (bytes or a size)
+    is the size small files are counted against. Reads the log only.
+
+    Raises :class:`DeltaLayoutError` (not a Delta table, a damaged log, a bad option).
+    """
+    argv = ["inspect", _uri(table_uri), "--json"] + _flags(
+        {"version": version, "target_size": target_size}, "inspect")
+    return _document(_run(argv, storage_options)[1])
+
+
+def vacuum(
+    table_uri: TableLike,
+    *,
+    retain: float | str | None = None,
+    dry_run: bool = False,
+    risk_breaking_readers: bool = False,
+    storage_options: Mapping[str, str] | None = None,
+) -> dict:
+    """Deletes the data files the table no longer references and that were removed longer
+    ago than ``retain`` (``delta-layout vacuum --json``): hours as a number (168) or a
+    duration ("7d", "168h"); by default the table's ``delta.deletedFileRetentionDuration``,
+    else 7 days. A retention below the table's needs ``risk_breaking_readers=True`` (readers
+    of older versions may find their files gone). ``dry_run=True`` lists what would be
+    deleted and deletes nothing. Returns the document: ``retention_hours``, ``files``,
+    ``bytes``, ``dry_run``, ...
+
+    Raises :class:`DeltaLayoutError` (a retention below the table's, a bad duration).
+    """
+    argv = ["vacuum", _uri(table_uri), "--json"] + _flags(
+        {"retain": retain, "dry_run": dry_run, "risk_breaking_readers": risk_breaking_readers},
+        "vacuum")
+    return _document(_run(argv, storage_options)[1])
+
+
+def history(
+    table_uri: TableLike,
+    *,
+    limit: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> dict:
+    """The OPTIMIZE runs in the table's log, newest first, from any writer (``delta-layout
+    history --json``); ``limit``: at most that many runs. Reads the log only.
+
+    Raises :class:`DeltaLayoutError`.
+    """
+    argv = ["history", _uri(table_uri), "--json"] + _flags({"limit": limit}, "history")
+    return _document(_run(argv, storage_options)[1])
+
+
+def sweep(
+    table_uri: TableLike,
+    *,
+    target_sizes: int | str | Sequence[int | str],
+    layouts: str | Sequence[str] | None = None,
+    columns: str | Sequence[str] | None = None,
+    workload: WorkloadLike | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    **options: Any,
+) -> dict:
+    """Tries each layout (``layouts``: ``--layout`` specs such as "compact",
+    "zorder:a,b", "hilbert:a,b") at each of ``target_sizes`` (bytes or sizes, a list or
+    "64MiB,128MiB") on scratch copies of the table (``delta-layout sweep --json``) and returns
+    what each would cost and save; the table is not written. ``columns``: the columns whose
+    skipping is measured; ``workload`` (:data:`WorkloadLike`): measure on its queries;
+    ``estimate=True`` estimates from a sample instead of rewriting; other options as the CLI's.
+
+    Raises :class:`DeltaLayoutError`; ``TypeError`` for an option ``sweep`` does not take.
+    """
+    if not isinstance(target_sizes, (str, int)):
+        target_sizes = ",".join(str(size) for size in target_sizes)
+    if isinstance(layouts, str):
+        layouts = [layouts]
+    with _workload_file(workload) as workload_path:
+        argv = ["sweep", _uri(table_uri), "--json", "--quiet"] + _flags(
+            {"target_sizes": target_sizes, "layout": layouts, "columns": _columns(columns),
+             "workload": workload_path, **options}, "sweep")
+        return _document(_run(argv, storage_options)[1])
 
 
 @dataclass
@@ -525,7 +652,7 @@ class BinResult:
 
 
 def plan(
-    table_uri: str,
+    table_uri: TableLike,
     *,
     out: str | None = None,
     zorder: str | Sequence[str] | None = None,
@@ -552,11 +679,10 @@ def plan(
     type or without a predicate.
     """
     with _workload_file(workload) as workload_path:
-        argv = ["plan", table_uri] + _flags(
+        argv = ["plan", _uri(table_uri)] + _flags(
             {"zorder": _columns(zorder), "hilbert": _columns(hilbert), "workload": workload_path,
              "target_size": target_size, "where": where, "memory_limit": memory_limit,
-             "task_size": task_size, "out": out, **options})
-        argv[1] = os.fspath(table_uri)
+             "task_size": task_size, "out": out, **options}, "plan")
         text = _run(argv, storage_options, ok=(0, 4))[1]
     if out is None:
         return Plan.from_json(text)
@@ -619,7 +745,7 @@ def execute(
         raise TypeError("bin_ids must be a list of bin ids, such as [3] or plan.bin_ids")
     ids = [str(int(b)) for b in bin_ids]
     with _Located(plan, storage_options) as location:
-        argv = ["execute", location, "--quiet"] + _flags({"bin": ids, "threads": threads, **options})
+        argv = ["execute", location, "--quiet"] + _flags({"bin": ids, "threads": threads, **options}, "execute")
         text = _run(argv, storage_options)[1]
     if out is not None:
         try:
@@ -652,7 +778,7 @@ def commit(
         with open(path, "w") as f:
             f.write(BinResult.document(results))
         with _Located(plan, storage_options) as location:
-            argv = ["commit", location, path, "--json"] + _flags({"batch_size": batch_size})
+            argv = ["commit", location, path, "--json"] + _flags({"batch_size": batch_size}, "commit")
             return _document(_run(argv, storage_options)[1])
     finally:
         shutil.rmtree(directory, ignore_errors=True)

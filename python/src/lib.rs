@@ -11,22 +11,58 @@ use delta_layout::cli;
 use pyo3::prelude::*;
 
 /// Runs the command line `argv` (without the program name) in this process, with its output
-/// captured: returns `(exit_code, stdout, stderr)`. Ctrl-C and SIGTERM stay Python's.
+/// captured: returns `(exit_code, stdout, stderr)`. The run works on a thread of its own
+/// while this one waits without the GIL, checking Python's signals every 50 ms: a Ctrl-C
+/// (`KeyboardInterrupt`, or whatever a signal handler raises) cancels the run as the binary's
+/// Ctrl-C does (files written deleted, nothing committed) and is raised once the run has
+/// stopped; a run of a command that only reads is left to finish on its thread, its output
+/// discarded, and the exception raised at once.
 #[pyfunction]
-fn run(py: Python<'_>, argv: Vec<String>) -> (u8, String, String) {
-    py.detach(|| {
-        let mut stdout: Vec<u8> = Vec::new();
-        let mut stderr: Vec<u8> = Vec::new();
-        let args = std::iter::once("delta-layout".to_string())
-            .chain(argv)
-            .map(std::ffi::OsString::from);
-        let code = cli::run_cli(args, &mut stdout, &mut stderr, false);
-        (
-            exit_code(code),
-            String::from_utf8_lossy(&stdout).into_owned(),
-            String::from_utf8_lossy(&stderr).into_owned(),
-        )
-    })
+fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<(u8, String, String)> {
+    let handle = cli::CancelHandle::default();
+    let (done, finished) = std::sync::mpsc::channel();
+    let runner = handle.clone();
+    std::thread::Builder::new()
+        .name("delta-layout".into())
+        .spawn(move || {
+            let mut stdout: Vec<u8> = Vec::new();
+            let mut stderr: Vec<u8> = Vec::new();
+            let args = std::iter::once("delta-layout".to_string())
+                .chain(argv)
+                .map(std::ffi::OsString::from);
+            let code = cli::run_cli_cancellable(args, &mut stdout, &mut stderr, &runner);
+            let _ = done.send((
+                exit_code(code),
+                String::from_utf8_lossy(&stdout).into_owned(),
+                String::from_utf8_lossy(&stderr).into_owned(),
+            ));
+        })
+        .map_err(|e| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a thread: {e}"))
+        })?;
+    let mut finished = finished;
+    loop {
+        let wait = std::time::Duration::from_millis(50);
+        // (The receiver moves in and out: a closure run without the GIL must be `Send`.)
+        let (received, back) = py.detach(move || (finished.recv_timeout(wait), finished));
+        finished = back;
+        match received {
+            Ok(result) => return Ok(result),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "the delta-layout run ended without a result",
+                ));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Err(signal) = py.check_signals() {
+            if handle.cancel() {
+                // The run stops and cleans up; its result is dropped for the exception.
+                let _ = py.detach(move || finished.recv());
+            }
+            return Err(signal);
+        }
+    }
 }
 
 /// Runs the command line `argv` (without the program name) as the `delta-layout` binary
@@ -119,6 +155,14 @@ fn exit_code(code: std::process::ExitCode) -> u8 {
         .unwrap_or(2)
 }
 
+/// The long options each command takes, without dashes (`{"optimize": ["zorder", ...],
+/// "workload extract": [...]}`), from the command line's definitions
+/// ([`cli::command_options`]): the package refuses other keyword arguments.
+#[pyfunction]
+fn command_options() -> std::collections::HashMap<String, Vec<String>> {
+    cli::command_options().into_iter().collect()
+}
+
 /// The module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -126,6 +170,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(read_document, m)?)?;
     m.add_function(wrap_pyfunction!(write_document, m)?)?;
+    m.add_function(wrap_pyfunction!(command_options, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

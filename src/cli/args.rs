@@ -157,10 +157,11 @@ pub struct VacuumArgs {
     /// Table location: a local path or a URL.
     #[arg(value_name = "TABLE")]
     pub table: String,
-    /// Keep files removed within this many hours [default: the table's
-    /// delta.deletedFileRetentionDuration, else 168 (7 days)].
-    #[arg(long, value_name = "HOURS")]
-    pub retain: Option<f64>,
+    /// Keep files removed within this time: hours as a plain number (168), or a duration
+    /// with units (7d, 168h, 36h30m) [default: the table's delta.deletedFileRetentionDuration,
+    /// else 7 days].
+    #[arg(long, value_name = "DURATION")]
+    pub retain: Option<String>,
     /// Accept a --retain below the table's retention: readers of older versions, and writers
     /// still working from them, may find their files gone.
     #[arg(long)]
@@ -246,8 +247,8 @@ pub struct SweepArgs {
     /// Seed of the predicates, the sample and the rows an update touches.
     #[arg(long, value_name = "NUM", default_value_t = crate::report::DEFAULT_SEED)]
     pub seed: u64,
-    /// Memory a clustering build may buffer (as optimize) [default: a quarter of physical
-    /// memory].
+    /// Memory a clustering build may buffer (as optimize) [default: a quarter of the memory
+    /// available: the cgroup's limit where one is set, else physical memory].
     #[arg(long, value_name = "SIZE")]
     pub memory_limit: Option<String>,
     /// Print one JSON object instead of text.
@@ -520,8 +521,8 @@ pub struct PlanningArgs {
     /// Memory a clustering run may buffer (units: 512MiB, 4GB, or bytes).
     ///
     /// A partition whose rows do not fit is clustered out of core through spill files in
-    /// --temp-dir; they are removed on success and on failure. Defaults to a
-    /// quarter of physical memory.
+    /// --temp-dir; they are removed on success and on failure. Defaults to a quarter of the
+    /// memory available: the cgroup's limit (v1 or v2) where one is set, else physical memory.
     #[arg(long, value_name = "SIZE", help_heading = "Curve")]
     pub memory_limit: Option<String>,
     /// Parquet codec of the written files: snappy, zstd, zstd:LEVEL (1 to 22), lz4, gzip,

@@ -48,6 +48,63 @@ pub fn run_cli(
         }
     };
     let signals = signals.then(|| handle_signals(&runtime));
+    run_with(runtime, args, stdout, stderr, signals)
+}
+
+/// Cancels a run of [`run_cli_cancellable`] from another thread: the Python package's Ctrl-C.
+/// Clones share the run.
+#[derive(Clone, Debug, Default)]
+pub struct CancelHandle(SignalTarget);
+
+impl CancelHandle {
+    /// Asks the run to stop, as Ctrl-C asks the binary. Returns `true` when its command has
+    /// started work that cancels (it stops, deletes the files it wrote, commits nothing, and
+    /// the run returns exit code 130); `false` when it has not: a command that writes will
+    /// cancel as soon as it hands over its flag, before writing anything, and one that only
+    /// reads runs on (the caller may stop waiting for it: the table is not touched).
+    pub fn cancel(&self) -> bool {
+        let Ok(mut target) = self.0.lock() else {
+            return false;
+        };
+        target.requested = true;
+        target.flag.as_ref().is_some_and(|flag| {
+            flag.store(true, Ordering::SeqCst);
+            true
+        })
+    }
+}
+
+/// [`run_cli`] for a host process that owns the signals (the Python package): `handle`
+/// cancels the run from another thread ([`CancelHandle::cancel`]). Returns the exit code.
+pub fn run_cli_cancellable(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+    stdout: &mut dyn std::io::Write,
+    stderr: &mut dyn std::io::Write,
+    handle: &CancelHandle,
+) -> ExitCode {
+    log::set_logger(&progress::LOGGER).ok();
+    log::set_max_level(log::LevelFilter::Warn);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = writeln!(stderr, "delta-layout: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    run_with(runtime, args, stdout, stderr, Some(handle.0.clone()))
+}
+
+/// Runs the parsed-and-run part of [`run_cli`], printing the error line of a failure.
+fn run_with(
+    runtime: tokio::runtime::Runtime,
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+    stdout: &mut dyn std::io::Write,
+    stderr: &mut dyn std::io::Write,
+    signals: Option<SignalTarget>,
+) -> ExitCode {
     match run(runtime, args, stdout, stderr, signals) {
         Ok(code) => code,
         Err(err) => {
@@ -97,7 +154,15 @@ fn one_line(err: &anyhow::Error) -> String {
 /// Where the first Ctrl-C or SIGTERM goes: nowhere until a command that can cancel its
 /// work hands over its flag ([`cancel_on_signal`]), and the process then exits with 130 at
 /// once (nothing was written yet, or the command only reads); after that, the flag.
-type SignalTarget = Arc<std::sync::Mutex<Option<Arc<AtomicBool>>>>;
+type SignalTarget = Arc<std::sync::Mutex<Cancellation>>;
+
+/// The state behind a [`SignalTarget`]: the running command's cancel flag once it handed it
+/// over, and whether a cancel was asked before that ([`CancelHandle::cancel`]).
+#[derive(Debug, Default)]
+struct Cancellation {
+    flag: Option<Arc<AtomicBool>>,
+    requested: bool,
+}
 
 /// Installs the Ctrl-C and SIGTERM handlers now (registered on this thread before it
 /// returns, so no signal after this call ends the process by its default action) and
@@ -121,7 +186,7 @@ fn handle_signals(runtime: &tokio::runtime::Runtime) -> SignalTarget {
                 _ = interrupt.recv() => {}
                 _ = term.recv() => {}
             }
-            let flag = target.lock().ok().and_then(|t| t.clone());
+            let flag = target.lock().ok().and_then(|t| t.flag.clone());
             let Some(flag) = flag else {
                 std::process::exit(130);
             };
@@ -139,7 +204,7 @@ fn handle_signals(runtime: &tokio::runtime::Runtime) -> SignalTarget {
         let target = target.clone();
         runtime.spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                let flag = target.lock().ok().and_then(|t| t.clone());
+                let flag = target.lock().ok().and_then(|t| t.flag.clone());
                 let Some(flag) = flag else {
                     std::process::exit(130);
                 };
@@ -156,7 +221,10 @@ fn cancel_on_signal(context: &Context, flag: Arc<AtomicBool>) {
     if let Some(target) = &context.signals
         && let Ok(mut target) = target.lock()
     {
-        *target = Some(flag);
+        if target.requested {
+            flag.store(true, Ordering::SeqCst);
+        }
+        target.flag = Some(flag);
     }
 }
 
@@ -247,6 +315,108 @@ fn split_column_lists(command: &mut Command) -> anyhow::Result<()> {
     }
 }
 
+/// The long options each command takes, as the command line defines them (clap), without
+/// their dashes (`zorder`, `target-size`): `(command, options)` per command in definition
+/// order, a nested command named with its parent (`workload extract`); the global
+/// `storage-option` is under every command. The Python package refuses keyword arguments that
+/// are not among them (`TypeError`) before anything runs.
+#[must_use]
+pub fn command_options() -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut cli = <Cli as clap::CommandFactory>::command();
+    cli.build();
+    collect_options(&cli, "", &mut out);
+    out
+}
+
+fn collect_options(command: &clap::Command, prefix: &str, out: &mut Vec<(String, Vec<String>)>) {
+    for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+        let name = format!("{prefix}{}", sub.get_name());
+        if sub.has_subcommands() {
+            collect_options(sub, &format!("{name} "), out);
+            continue;
+        }
+        let options = sub
+            .get_arguments()
+            .filter(|a| {
+                !a.is_hide_set()
+                    && !matches!(
+                        a.get_action(),
+                        clap::ArgAction::Help
+                            | clap::ArgAction::HelpShort
+                            | clap::ArgAction::HelpLong
+                            | clap::ArgAction::Version
+                    )
+            })
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect();
+        out.push((name, options));
+    }
+}
+
+/// The command reference in Markdown, generated from the command line's own definitions:
+/// the top-level help, then each command's usage and long help (`delta-layout CMD --help`),
+/// in definition order. `docs/reference.md` is this text; a test fails when it is stale, so
+/// no documented option can be missing or invented.
+#[must_use]
+pub fn reference_markdown() -> String {
+    let mut cli = <Cli as clap::CommandFactory>::command().term_width(100);
+    cli.build();
+    let mut out = String::from(
+        "# Command reference\n\n<!-- Generated from the command line's definitions \
+         (src/cli/args.rs) by `delta_layout::cli::reference_markdown`; do not edit. \
+         Regenerate with `UPDATE_REFERENCE=1 cargo test --test it reference`. -->\n\n\
+         Every command and option, as `delta-layout --help` and `delta-layout COMMAND --help` \
+         print them. The guide to the commands, with examples, is [commands.md](commands.md).\n",
+    );
+    let mut sections = Vec::new();
+    reference_sections(&mut cli, "delta-layout", &mut sections);
+    for (name, help) in sections {
+        out.push_str(&format!(
+            "\n## `{name}`\n\n```text\n{}\n```\n",
+            help.trim_end()
+        ));
+    }
+    out
+}
+
+fn reference_sections(command: &mut clap::Command, name: &str, out: &mut Vec<(String, String)>) {
+    let help = command.render_long_help().to_string();
+    out.push((name.to_string(), help));
+    for sub in command
+        .get_subcommands_mut()
+        .filter(|s| s.get_name() != "help")
+    {
+        let sub_name = format!("{name} {}", sub.get_name());
+        reference_sections(sub, &sub_name, out);
+    }
+}
+
+/// One line for a clap usage error (its text as `clap::Error`'s `Display` writes it): the
+/// error, then each of clap's tips ("a similar argument exists: '--zorder'"), then
+/// "(see --help)". The usage and "For more information" lines are left out.
+fn usage_error_line(text: &str) -> String {
+    let mut error: Vec<&str> = Vec::new();
+    let mut tips: Vec<&str> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("Usage:") || line.starts_with("For more") {
+            break;
+        }
+        if let Some(tip) = line.strip_prefix("tip: ") {
+            tips.push(tip);
+        } else if !line.is_empty() {
+            error.push(line.strip_prefix("error: ").unwrap_or(line));
+        }
+    }
+    let mut out = error.join(" ");
+    for tip in tips {
+        out.push_str("; ");
+        out.push_str(tip);
+    }
+    out.push_str(" (see --help)");
+    out
+}
+
 fn run(
     runtime: tokio::runtime::Runtime,
     args: impl IntoIterator<Item = std::ffi::OsString>,
@@ -262,16 +432,9 @@ fn run(
             return Ok(ExitCode::from(2));
         }
         Err(e) if e.use_stderr() => {
-            // Usage errors: one line naming the argument, exit code 2.
-            let text = e.to_string();
-            let mut parts: Vec<&str> = Vec::new();
-            for line in text.lines().map(str::trim) {
-                if line.is_empty() || line.starts_with("Usage:") || line.starts_with("For more") {
-                    break;
-                }
-                parts.push(line.strip_prefix("error: ").unwrap_or(line));
-            }
-            let _ = writeln!(stderr, "delta-layout: {} (see --help)", parts.join(" "));
+            // Usage errors: one line naming the argument, with clap's tips ("a similar
+            // argument exists: '--zorder'"), exit code 2.
+            let _ = writeln!(stderr, "delta-layout: {}", usage_error_line(&e.to_string()));
             return Ok(ExitCode::from(2));
         }
         Err(e) => {
@@ -630,9 +793,14 @@ fn run_vacuum(context: &Context, args: args::VacuumArgs) -> anyhow::Result<ExitC
     let (runtime, _, at) = context.parts();
     let mut out = context.stdout.borrow_mut();
     let mut stdout: &mut dyn std::io::Write = &mut **out;
+    let retain = args
+        .retain
+        .as_deref()
+        .map(|text| crate::size::parse_retention_hours(crate::Setting::Retain, text))
+        .transpose()?;
     let table = runtime.block_on(crate::table::TableView::load(at(&args.table), None))?;
     let options = crate::vacuum::VacuumOptions::default()
-        .with_retain_hours(args.retain)
+        .with_retain_hours(retain)
         .with_dry_run(args.dry_run)
         .with_short_retention(args.risk_breaking_readers);
     let report = runtime.block_on(crate::vacuum::vacuum(&table, &options))?;
@@ -751,9 +919,14 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
     }
     let progress: Arc<dyn crate::progress::Progress> = progress::BarProgress::new(quiet);
     let outcome = runtime.block_on(crate::optimize::optimize(at(&location), &options, progress))?;
+    let few_files = outcome
+        .few_files(crate::plan::target_floor_bytes().unwrap_or(crate::plan::MIN_TARGET_FILE_BYTES));
     if !json {
         // The commit line first: the report below may take a while.
         render::optimize(&mut stdout, &outcome)?;
+        if let Some(few) = &few_files {
+            render::few_files(&mut stdout, few)?;
+        }
         stdout.flush()?;
     }
     // The layout before and after, on the clustered (or named) columns. The commit
@@ -817,6 +990,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
     };
     if json {
         let mut value = render::optimize_json(&outcome);
+        value["few_files"] = serde_json::to_value(&few_files)?;
         value["report"] = serde_json::to_value(comparison.as_ref().map(|c| &c.0))?;
         if let Some((_, Some((before, after)))) = &comparison {
             value["workload"] = serde_json::json!({"before": before, "after": after});

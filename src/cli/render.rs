@@ -45,10 +45,10 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
     writeln!(out, "partitions {} ({partitioning})", r.partitions)?;
     writeln!(
         out,
-        "target     {} ({}); {} below it, {} below 3/4 of it (the default --min-file-size)",
+        "target     {} ({}); {} within 20% of it (as optimize writes them), {} below 3/4 of it (the default --min-file-size: what compaction picks up)",
         format_size(r.target_file_bytes),
         target_source(r.target_source),
-        count(r.files_below_target, "file"),
+        count(r.files_near_target, "file"),
         r.files_below_min_size
     )?;
     writeln!(
@@ -341,6 +341,40 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
     })
 }
 
+/// The warning of a clustering run that writes too few files for min/max skipping
+/// ([`crate::optimize::FewFiles`]), with the target that would write enough.
+pub fn few_files(out: &mut impl Write, f: &crate::optimize::FewFiles) -> io::Result<()> {
+    let per_partition = if f.partitions > 1 {
+        format!(" in {}", count(f.partitions, "partition"))
+    } else {
+        String::new()
+    };
+    let advice = match f.suggested_target_file_bytes {
+        Some(target) => format!(
+            "--target-size {} would write about {}{}",
+            crate::size::exact_size(target),
+            count(
+                (f.bytes / f.partitions.max(1)).div_ceil(target.max(1)),
+                "file"
+            ),
+            if f.partitions > 1 {
+                " per partition"
+            } else {
+                ""
+            }
+        ),
+        None => "the table is too small for clustering to skip files: at the smallest target it would still write fewer than 4 files per partition".to_string(),
+    };
+    writeln!(
+        out,
+        "warning: {} ({}){per_partition} at a target of {}: min/max skipping needs at least {} files per partition to skip any, so this layout skips little or nothing; {advice}",
+        count(f.files, "file"),
+        format_size(f.bytes),
+        format_size(f.target_file_bytes),
+        crate::optimize::MIN_FILES_FOR_SKIPPING,
+    )
+}
+
 /// `optimize --json`'s `timings`: `{"wall_s", "cpu_s", "stages": {NAME: {"wall_s",
 /// "cpu_s"}}}`, seconds rounded to milliseconds (a stage's wall seconds are summed over
 /// threads: see [`crate::rewrite::timings`]).
@@ -389,7 +423,7 @@ fn workload_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
 fn table_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
     writeln!(
         out,
-        "version {:<6} {} ({}), {}{}; {} below the target {}",
+        "version {:<6} {} ({}), {}{}; {} within 20% of the target {}",
         r.version,
         count(r.files, "file"),
         format_size(r.bytes),
@@ -402,7 +436,7 @@ fn table_line(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
         } else {
             String::new()
         },
-        count(r.files_below_target, "file"),
+        count(r.files_near_target, "file"),
         format_size(r.target_file_bytes)
     )
 }
@@ -439,7 +473,10 @@ pub fn report(out: &mut impl Write, r: &LayoutReport) -> io::Result<()> {
     }
     writeln!(
         out,
-        "(skip: average share of files min/max pruning skips / the ideal: as many files sorted on that column alone)"
+        "(stats: share of files with min/max stats for the column
+ depth: how many files' min/max ranges hold a value, on average (max: the most); 1 is no overlap, lower is better
+ span: the share of the column's range one file covers, lower is better
+ skip: average share of files min/max pruning skips, higher is better / the ideal: as many files sorted on that column alone)"
     )?;
     if !r.conjunctions.is_empty() {
         writeln!(out, "\nconjunctions of two ranges       skip / ideal")?;
@@ -503,7 +540,7 @@ pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> 
     workload_line(out, &c.after)?;
     writeln!(
         out,
-        "\n{:<28} {:>17} {:>15} {:>23} {:>23}",
+        "\n{:<28} {:>17} {:>15} {:>23} {:>23}  skipping",
         "column", "depth avg", "span", "range skip (ideal)", "equality skip (ideal)"
     )?;
     for a in &c.after.columns {
@@ -517,7 +554,7 @@ pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> 
         };
         writeln!(
             out,
-            "{:<28} {:>7} -> {:<7} {:>6} -> {:<6} {:>6} -> {:>6} ({:>6}) {:>6} -> {:>6} ({:>6})",
+            "{:<28} {:>7} -> {:<7} {:>6} -> {:<6} {:>6} -> {:>6} ({:>6}) {:>6} -> {:>6} ({:>6})  {}",
             a.column,
             opt(b.overlap_depth_avg, 1),
             opt(a.overlap_depth_avg, 1),
@@ -529,6 +566,10 @@ pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> 
             percent(b.equality.skipped_files_fraction_avg),
             percent(a.equality.skipped_files_fraction_avg),
             percent(a.equality.ideal_skipped_files_fraction_avg),
+            verdict(
+                b.range.skipped_files_fraction_avg + b.equality.skipped_files_fraction_avg,
+                a.range.skipped_files_fraction_avg + a.equality.skipped_files_fraction_avg
+            ),
         )?;
     }
     for (b, a) in c.before.conjunctions.iter().zip(&c.after.conjunctions) {
@@ -542,8 +583,29 @@ pub fn comparison(out: &mut impl Write, c: &ReportComparison) -> io::Result<()> 
             percent(a.skipping.ideal_skipped_files_fraction_avg),
         )?;
     }
+    writeln!(out, "{COMPARISON_LEGEND}")?;
     predicates(out, &c.before)?;
     predicates(out, &c.after)
+}
+
+/// What the columns of a before/after report mean, printed under it.
+const COMPARISON_LEGEND: &str = "\
+(depth: how many files' min/max ranges hold a value of the column, on average; 1 is no overlap, lower is better
+ span: the share of the column's range one file covers, lower is better
+ skip: the share of files min/max pruning skips for generated range and equality predicates, higher is better;
+       in parentheses the ideal: as many files sorted on that column alone
+ skipping: better, worse or the same, by range and equality skip together)";
+
+/// `better`, `worse` or `same`: skipping before and after (shares of files skipped,
+/// higher is better), the same within half a percentage point.
+fn verdict(before: f64, after: f64) -> &'static str {
+    if after > before + 0.005 {
+        "better"
+    } else if after < before - 0.005 {
+        "worse"
+    } else {
+        "same"
+    }
 }
 
 /// Text form of `verify`.
@@ -1151,13 +1213,18 @@ pub fn plan(out: &mut impl Write, plan: &crate::plan::Plan) -> io::Result<()> {
         let output_bytes: u64 = partition.bins.iter().map(|b| b.expected_output_bytes).sum();
         writeln!(
             out,
-            "  {}: {}, {}, {}, about {} of {}",
+            "  {}: {}, {}, {}, about {} of {}{}",
             partition.display,
             count(partition.bins.len() as u64, "bin"),
             count(files as u64, "input file"),
             format_size(bytes),
             count(outputs, "output file"),
-            format_size(output_bytes)
+            format_size(output_bytes / outputs.max(1)),
+            if outputs > 1 {
+                format!(" each ({} in all)", format_size(output_bytes))
+            } else {
+                String::new()
+            }
         )?;
         if let Some(u) = &partition.upkeep {
             writeln!(out, "    {}", upkeep(u))?;

@@ -590,11 +590,12 @@ pub const AWS_S3_LOCKING_PROVIDER: &str = "AWS_S3_LOCKING_PROVIDER";
 /// locking (the deltalake crate no longer has it, so writers that lock through DynamoDB would
 /// not see this run's commits); naming `--storage-option` when the client has conditional
 /// puts switched off, or when the store ignores them and the user has not opted in to unsafe
-/// commits with `AWS_S3_ALLOW_UNSAFE_RENAME`; [`Error::ObjectStore`] when the probe cannot
-/// be written.
+/// commits with `AWS_S3_ALLOW_UNSAFE_RENAME`; [`Error::NotWritable`] when the probe cannot
+/// be written. On other stores, that the table's location takes writes at all (a probe
+/// object put and deleted): [`Error::NotWritable`] when it does not.
 pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()> {
     if table.source.store_kind()? != crate::table::StoreKind::S3 {
-        return Ok(());
+        return check_write_access(table, run_id).await;
     }
     let options = &table.source.storage_options;
     if options
@@ -618,8 +619,8 @@ pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()>
             table.display_location()
         );
     }
-    match honoured.map_err(|source| Error::ObjectStore {
-        path: probe.to_string(),
+    match honoured.map_err(|source| Error::NotWritable {
+        table: table.display_location(),
         source: Box::new(source),
     })? {
         Probe::Honoured => Ok(()),
@@ -649,6 +650,31 @@ pub async fn check_atomic_commits(table: &TableView, run_id: &str) -> Result<()>
             ),
         )),
     }
+}
+
+/// Checks that the table's location takes writes: a small object
+/// (`_delta-layout-write-probe-RUN`) is put under the table root and deleted again. Readers
+/// never list it (PROTOCOL.md: only files the log references are part of the table).
+///
+/// # Errors
+/// [`Error::NotWritable`] when the put is refused.
+async fn check_write_access(table: &TableView, run_id: &str) -> Result<()> {
+    let store = table.log_store.object_store(None);
+    let probe = deltalake::Path::from(format!("_delta-layout-write-probe-{run_id}"));
+    store
+        .put(&probe, bytes::Bytes::from_static(b"1").into())
+        .await
+        .map_err(|source| Error::NotWritable {
+            table: table.display_location(),
+            source: Box::new(source),
+        })?;
+    if let Err(e) = store.delete(&probe).await {
+        log::warn!(
+            "could not delete the write probe '{probe}' under '{}': {e}",
+            table.display_location()
+        );
+    }
+    Ok(())
 }
 
 /// Whether a storage option's value means yes, as delta-rs reads them.

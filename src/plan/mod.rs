@@ -41,6 +41,18 @@ pub const AUTOTUNE_LARGE_TABLE_BYTES: u64 = 10_000_000_000_000;
 /// remainder per bin; see [`output_files`]).
 pub const FILE_SIZE_TOLERANCE: f64 = 0.2;
 
+/// Whether a file of `size_bytes` is within [`FILE_SIZE_TOLERANCE`] of `target_bytes`, either
+/// way: a file as `optimize` writes it (between 0.8x and 1.2x the target).
+#[must_use]
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "byte counts far below 2^52; a ratio"
+)]
+pub fn near_target(size_bytes: u64, target_bytes: u64) -> bool {
+    let target = target_bytes.max(1) as f64;
+    (size_bytes as f64 - target).abs() <= target * FILE_SIZE_TOLERANCE
+}
+
 /// The smallest target file size a rewrite accepts: 1 MiB. A smaller one is almost always a
 /// typo (`--target-size 128` meant as 128 MiB), and a clustering run or cut tree writes files
 /// of about the target whatever the input, so 36,147 rows at a target of 1 byte became 34,090

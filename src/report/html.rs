@@ -46,10 +46,10 @@ pub fn render(before: Option<&LayoutReport>, after: &LayoutReport) -> String {
     row(&mut page, "files", &|r| r.files.to_string());
     row(&mut page, "bytes", &|r| format_size(r.bytes));
     row(&mut page, "rows", &|r| r.rows.to_string());
-    row(&mut page, "files below target", &|r| {
+    row(&mut page, "files within 20% of the target", &|r| {
         format!(
             "{} (target {})",
-            r.files_below_target,
+            r.files_near_target,
             format_size(r.target_file_bytes)
         )
     });

@@ -251,6 +251,9 @@ pub struct LayoutReport {
     pub target_source: TargetSource,
     /// Files below the target size.
     pub files_below_target: u64,
+    /// Files within 20% of the target, either way, as `optimize` writes them
+    /// ([`crate::plan::near_target`]).
+    pub files_near_target: u64,
     /// File-size histogram, power-of-two buckets, empty ones left out.
     pub size_histogram: Vec<SizeBucket>,
     /// Generated predicates per column.
@@ -685,6 +688,10 @@ fn build(
         target_file_bytes: target,
         target_source,
         files_below_target: sizes.iter().filter(|s| **s < target).count() as u64,
+        files_near_target: sizes
+            .iter()
+            .filter(|s| crate::plan::near_target(**s, target))
+            .count() as u64,
         size_histogram: size_histogram(&sizes),
         queries: options.queries,
         selectivity: options.selectivity,

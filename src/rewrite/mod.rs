@@ -548,17 +548,147 @@ pub(crate) async fn write_bins(
 /// Fallback physical memory when `/proc/meminfo` cannot be read: 8 GiB.
 pub const FALLBACK_PHYSICAL_MEMORY_BYTES: u64 = 8 << 30;
 
-/// The default clustering memory budget: a quarter of physical memory (`MemTotal` of
-/// `/proc/meminfo`; [`FALLBACK_PHYSICAL_MEMORY_BYTES`] where that cannot be read).
+/// The default memory budget of a run: a quarter of the memory this process may use
+/// ([`available_memory_bytes`] under `/`: the cgroup's limit where one is set, else physical
+/// memory).
 #[must_use]
 pub fn default_memory_limit_bytes() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo")
+    available_memory_bytes(std::path::Path::new("/")) / 4
+}
+
+/// The memory this process may use, bytes, read from the files under `root` (`/` on a
+/// running system; a test passes a fake tree): the smallest of physical memory (`MemTotal`
+/// of `proc/meminfo`, [`FALLBACK_PHYSICAL_MEMORY_BYTES`] where that cannot be read) and the
+/// memory limits of the process's cgroup and its ancestors, as `proc/self/cgroup` names it:
+/// cgroup v2's `memory.max` under `sys/fs/cgroup` (`max` is no limit), cgroup v1's
+/// `memory.limit_in_bytes` under `sys/fs/cgroup/memory` (a value above physical memory is no
+/// limit). The hierarchy's root is read too, since a container sees its own cgroup mounted
+/// there under a path that names the host's. A pod capped at 8 GiB on a 64 GiB node gets
+/// 8 GiB. Source: the kernel's cgroup v2 and v1 memory controller documentation
+/// (`Documentation/admin-guide/cgroup-v2.rst`, `cgroup-v1/memory.rst`).
+#[must_use]
+pub fn available_memory_bytes(root: &std::path::Path) -> u64 {
+    let physical = std::fs::read_to_string(root.join("proc/meminfo"))
         .ok()
         .and_then(|text| {
             text.lines()
                 .find_map(|l| l.strip_prefix("MemTotal:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
-        .map_or(FALLBACK_PHYSICAL_MEMORY_BYTES, |kib| kib * 1024);
-    total / 4
+        .map_or(FALLBACK_PHYSICAL_MEMORY_BYTES, |kib| {
+            kib.saturating_mul(1024)
+        });
+    let cgroups = std::fs::read_to_string(root.join("proc/self/cgroup")).unwrap_or_default();
+    let mut limit = physical;
+    for line in cgroups.lines() {
+        // `hierarchy-ID:controller-list:cgroup-path`; v2 is `0::path`.
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let (mount, file) = if controllers.is_empty() {
+            ("sys/fs/cgroup", "memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            ("sys/fs/cgroup/memory", "memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        let mount = root.join(mount);
+        let mut dirs = vec![mount.clone()];
+        let mut dir = mount.clone();
+        for part in path.split('/').filter(|p| !p.is_empty() && *p != "..") {
+            dir.push(part);
+            dirs.push(dir.clone());
+        }
+        for dir in dirs {
+            let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+                continue;
+            };
+            if let Ok(bytes @ 1..) = text.trim().parse::<u64>() {
+                limit = limit.min(bytes);
+            }
+        }
+    }
+    limit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `files` (path under the root, contents) into a fresh directory.
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = root.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        root
+    }
+
+    const MEMINFO_64_GIB: &str = "MemTotal:       67108864 kB\nMemFree:        1024 kB\n";
+
+    #[test]
+    fn the_memory_default_follows_the_cgroup_limit() {
+        let gib = 1_u64 << 30;
+        // No meminfo, no cgroup: the fallback.
+        let empty = tree(&[]);
+        assert_eq!(
+            available_memory_bytes(empty.path()),
+            FALLBACK_PHYSICAL_MEMORY_BYTES
+        );
+        // Physical memory alone.
+        let bare = tree(&[("proc/meminfo", MEMINFO_64_GIB)]);
+        assert_eq!(available_memory_bytes(bare.path()), 64 * gib);
+        // cgroup v2, a pod capped at 8 GiB on a 64 GiB node, its limit on a parent cgroup.
+        let pod = tree(&[
+            ("proc/meminfo", MEMINFO_64_GIB),
+            ("proc/self/cgroup", "0::/kubepods/pod1/ctr\n"),
+            ("sys/fs/cgroup/memory.max", "max\n"),
+            ("sys/fs/cgroup/kubepods/pod1/memory.max", "8589934592\n"),
+            ("sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "max\n"),
+        ]);
+        assert_eq!(available_memory_bytes(pod.path()), 8 * gib);
+        // cgroup v2 in its own namespace (`0::/`): the limit at the mount's root.
+        let namespaced = tree(&[
+            ("proc/meminfo", MEMINFO_64_GIB),
+            ("proc/self/cgroup", "0::/\n"),
+            ("sys/fs/cgroup/memory.max", "4294967296\n"),
+        ]);
+        assert_eq!(available_memory_bytes(namespaced.path()), 4 * gib);
+        // cgroup v2 without a limit anywhere.
+        let unlimited = tree(&[
+            ("proc/meminfo", MEMINFO_64_GIB),
+            ("proc/self/cgroup", "0::/user.slice\n"),
+            ("sys/fs/cgroup/user.slice/memory.max", "max\n"),
+        ]);
+        assert_eq!(available_memory_bytes(unlimited.path()), 64 * gib);
+        // cgroup v1 in a container: the host's path is not mounted, the container's cgroup
+        // is the mount's root; other controllers' lines are skipped.
+        let docker = tree(&[
+            ("proc/meminfo", MEMINFO_64_GIB),
+            (
+                "proc/self/cgroup",
+                "12:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n",
+            ),
+            ("sys/fs/cgroup/memory/memory.limit_in_bytes", "2147483648\n"),
+            ("sys/fs/cgroup/cpu,cpuacct/cpu.shares", "1024\n"),
+        ]);
+        assert_eq!(available_memory_bytes(docker.path()), 2 * gib);
+        // cgroup v1 without a limit: the page-rounded maximum, above physical memory.
+        let v1_unlimited = tree(&[
+            ("proc/meminfo", MEMINFO_64_GIB),
+            ("proc/self/cgroup", "4:memory:/\n"),
+            (
+                "sys/fs/cgroup/memory/memory.limit_in_bytes",
+                "9223372036854771712\n",
+            ),
+        ]);
+        assert_eq!(available_memory_bytes(v1_unlimited.path()), 64 * gib);
+        // This machine: some memory.
+        assert!(available_memory_bytes(std::path::Path::new("/")) > 0);
+    }
 }

@@ -98,7 +98,8 @@ pub struct OrderSettings {
     /// Parquet compression of the written files, as [`crate::rewrite::write::Codec::parse`]
     /// reads it (`zstd:3`).
     pub codec: String,
-    /// Memory a clustering bin may buffer, bytes; `None`: a quarter of the worker's memory.
+    /// Memory a clustering bin may buffer, bytes; `None`: a quarter of the worker's memory
+    /// (its cgroup's limit where one is set: [`crate::rewrite::default_memory_limit_bytes`]).
     pub memory_limit_bytes: Option<u64>,
     /// Workers read their written files back and compare fingerprints with the input
     /// before returning a result.

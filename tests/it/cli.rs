@@ -993,3 +993,313 @@ fn full_and_cube_size_apply_to_declared_clustering() {
         &["--cube-size", "declares clustering columns"],
     );
 }
+
+#[test]
+fn usage_errors_keep_clap_suggestions() {
+    let fixture = Fixture::copy("partitioned-string-null");
+    // A misspelt option, flag or command: exit code 2, one line, the table untouched, and
+    // the suggestion clap makes.
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--z-order", "number"],
+        &[
+            "'--z-order'",
+            "a similar argument exists: '--zorder'",
+            "(see --help)",
+        ],
+    );
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--dryrun"],
+        &["'--dryrun'", "'--dry-run'"],
+    );
+    expect_error(
+        &fixture,
+        &["optimise", "{}"],
+        &["'optimise'", "a similar subcommand exists: 'optimize'"],
+    );
+}
+
+#[test]
+fn vacuum_retention_takes_units() {
+    let fixture = Fixture::copy("partitioned-string-null");
+    let location = fixture.location();
+    for (text, hours) in [("7d", 168.0), ("168h", 168.0), ("168", 168.0), ("1w", -1.0)] {
+        let output = run(&["vacuum", &location, "--retain", text, "--dry-run", "--json"]);
+        if hours < 0.0 {
+            // Weeks are not a unit: refused naming the option and the text.
+            let message = stderr(&output);
+            assert_eq!(output.status.code(), Some(2), "{message}");
+            assert!(
+                message.contains("--retain") && message.contains("'1w'"),
+                "{message}"
+            );
+            continue;
+        }
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(json["retention_hours"], hours, "{text}: {json}");
+        assert_eq!(json["dry_run"], true);
+    }
+    expect_error(
+        &fixture,
+        &["vacuum", "{}", "--retain", "7 fortnights"],
+        &["--retain", "'7 fortnights'", "e.g. 90s, 45m, 1h30m, 2d"],
+    );
+    // Shorter than the table's retention (7 days): refused as before, with units too.
+    expect_error(
+        &fixture,
+        &["vacuum", "{}", "--retain", "36h"],
+        &["--retain", "--risk-breaking-readers"],
+    );
+}
+
+/// docs/reference.md is the reference the command line generates from its definitions
+/// (`UPDATE_REFERENCE=1 cargo test --test it reference` rewrites it).
+#[test]
+fn the_command_reference_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference.md");
+    let generated = delta_layout::cli::reference_markdown();
+    if std::env::var_os("UPDATE_REFERENCE").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "docs/reference.md is stale: regenerate it with \
+         `UPDATE_REFERENCE=1 cargo test --test it reference`"
+    );
+    assert!(generated.contains("## `delta-layout optimize`") && generated.contains("--zorder"));
+}
+
+/// Every `delta-layout COMMAND ... --option` written in README.md and docs/, and every option
+/// row (`| `--option ...` | ...`) of a table under a heading naming `delta-layout COMMAND`,
+/// names an option that command takes: no documented option is invented or gone.
+#[test]
+fn documented_command_lines_use_real_options() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let options = delta_layout::cli::command_options();
+    let mut pages = vec![root.join("README.md")];
+    if let Ok(dir) = std::fs::read_dir(root.join("docs")) {
+        pages.extend(
+            dir.map(|e| e.unwrap().path()).filter(|p| {
+                p.extension().is_some_and(|e| e == "md") && !p.ends_with("reference.md")
+            }),
+        );
+    }
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    let command_at = |rest: &str| {
+        options
+            .iter()
+            .filter(|(name, _)| {
+                rest.starts_with(name.as_str())
+                    && !rest[name.len()..].starts_with(|c: char| c.is_alphanumeric())
+            })
+            .max_by_key(|(name, _)| name.len())
+            .cloned()
+    };
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        // The command of the section: a heading naming `delta-layout COMMAND`.
+        let mut section: Option<(String, Vec<String>)> = None;
+        for (number, line) in text.lines().enumerate() {
+            if line.starts_with('#') {
+                section = line
+                    .find("delta-layout ")
+                    .and_then(|at| command_at(&line[at + "delta-layout ".len()..]));
+            }
+            if let (Some((command, taken)), Some(row)) = (&section, line.strip_prefix("| `--")) {
+                let option: String = row
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                checked += 1;
+                if !taken.contains(&option) {
+                    wrong.push(format!(
+                        "{}:{}: `{command}` takes no --{option} (option table)",
+                        page.display(),
+                        number + 1
+                    ));
+                }
+            }
+            for (at, _) in line.match_indices("delta-layout ") {
+                let rest = &line[at + "delta-layout ".len()..];
+                // The longest command name the rest starts with (`workload extract`).
+                let Some((command, taken)) = command_at(rest) else {
+                    continue;
+                };
+                // Up to the end of the command: a backtick, a pipe, or `;`/`&&`.
+                let end = rest[command.len()..]
+                    .find(['`', '|', ';', '&', '#'])
+                    .map_or(rest.len(), |e| e + command.len());
+                for word in rest[command.len()..end].split(|c: char| {
+                    c.is_whitespace() || matches!(c, '[' | ']' | '(' | ')' | ',' | '=')
+                }) {
+                    let Some(option) = word.strip_prefix("--") else {
+                        continue;
+                    };
+                    let option = option.trim_end_matches(['.', ':']);
+                    if option.is_empty() || option == "help" || option == "version" {
+                        continue;
+                    }
+                    checked += 1;
+                    if !taken.iter().any(|o| o == option) {
+                        wrong.push(format!(
+                            "{}:{}: `{command}` takes no --{option}",
+                            page.display(),
+                            number + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(checked > 50, "only {checked} options found in the docs");
+}
+
+/// Sets the mode of `path` and of everything under it: `dirs` for directories, `files` for
+/// the rest.
+fn chmod_tree(path: &std::path::Path, dirs: u32, files: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = if path.is_dir() { dirs } else { files };
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chmod_tree(&entry.unwrap().path(), dirs, files);
+        }
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn a_read_only_table_is_refused_before_any_work() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let fixture = Fixture::copy("partitioned-string-null");
+    let location = fixture.location();
+    let table = std::path::Path::new(&location);
+    let listing = fixture.listing();
+    // Readable, not writable, by the user the command runs as. Root writes anywhere, so as
+    // root the command runs as `nobody` (setpriv, util-linux).
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    std::fs::set_permissions(
+        table.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    chmod_tree(table, 0o555, 0o444);
+    let run_as = |args: &[&str]| {
+        let binary = env!("CARGO_BIN_EXE_delta-layout");
+        let mut command = if root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", binary]);
+            c
+        } else {
+            Command::new(binary)
+        };
+        command.args(args).output().unwrap()
+    };
+    let output = run_as(&["optimize", &location, "--zorder", "number"]);
+    let message = stderr(&output);
+    // A dry run only reads: it works.
+    let dry = run_as(&["optimize", &location, "--zorder", "number", "--dry-run"]);
+    chmod_tree(table, 0o755, 0o644);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.starts_with("delta-layout: cannot write to table")
+            && message.contains("nothing was written")
+            && message.contains("--dry-run")
+            && message.trim().lines().count() == 1,
+        "{message}"
+    );
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    assert_eq!(fixture.listing(), listing);
+}
+
+/// A clustering run that writes too few files for min/max skipping says so, in text and in
+/// `--json`, with a target that writes enough: a run at that target does.
+#[test]
+fn too_few_files_for_skipping_are_warned_with_a_target_that_works() {
+    let floor = Some("1");
+    let fixture = Fixture::copy("basic-with-checkpoint");
+    let location = fixture.location();
+    let before = rows(&location);
+    let output = run_with_floor(
+        &[
+            "optimize",
+            &location,
+            "--zorder",
+            "id",
+            "--target-size",
+            "1MiB",
+            "--json",
+            "--quiet",
+        ],
+        floor,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(outcome["files_added"], 1, "{outcome}");
+    let few = &outcome["few_files"];
+    assert_eq!(few["files"], 1, "{few}");
+    assert_eq!(few["partitions"], 1);
+    assert_eq!(few["target_file_bytes"], 1 << 20);
+    assert_eq!(few["bytes"], outcome["bytes_added"]);
+    let suggested = few["suggested_target_file_bytes"].as_u64().unwrap();
+    let bytes = few["bytes"].as_u64().unwrap();
+    // A power of two giving about 8 files: between 8 and 16 of them.
+    assert!(suggested.is_power_of_two(), "{suggested}");
+    assert!(
+        (8..16).contains(&(bytes / suggested)),
+        "{bytes} / {suggested}"
+    );
+    assert_eq!(rows(&location), before);
+
+    // The suggested target, on a fresh copy: enough files, no warning; the text form of a
+    // dry run at 1 MiB has the warning line (with a target from the plan's estimate).
+    let again = Fixture::copy("basic-with-checkpoint");
+    let text = run_with_floor(
+        &[
+            "optimize",
+            &again.location(),
+            "--zorder",
+            "id",
+            "--target-size",
+            "1MiB",
+            "--dry-run",
+        ],
+        floor,
+    );
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(
+        text.contains("warning: 1 file (")
+            && text.contains("files per partition to skip any")
+            && text.contains("would write about"),
+        "{text}"
+    );
+    let target = suggested.to_string();
+    let output = run_with_floor(
+        &[
+            "optimize",
+            &again.location(),
+            "--zorder",
+            "id",
+            "--target-size",
+            &target,
+            "--json",
+            "--quiet",
+        ],
+        floor,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        outcome["files_added"].as_u64().unwrap() >= delta_layout::optimize::MIN_FILES_FOR_SKIPPING,
+        "{outcome}"
+    );
+    assert!(outcome["few_files"].is_null(), "{outcome}");
+    assert_eq!(rows(&again.location()), before);
+}
