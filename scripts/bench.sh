@@ -17,7 +17,7 @@
 # within the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Targets of a few KiB, below the 1 MiB floor of target sizes (README, "--target-size").
+# Targets of a few KiB, below the 1 MiB floor of target sizes (docs/commands.md, "--target-size").
 export DELTA_LAYOUT_MIN_TARGET_SIZE=1
 sf=${1:-1}
 rounds=${2:-3}

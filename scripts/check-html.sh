@@ -8,7 +8,7 @@
 #   scripts/check-html.sh [OUT_DIR]     (default: a temporary directory; the PNGs are kept there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Targets of a few KiB, below the 1 MiB floor of target sizes (README, "--target-size").
+# Targets of a few KiB, below the 1 MiB floor of target sizes (docs/commands.md, "--target-size").
 export DELTA_LAYOUT_MIN_TARGET_SIZE=1
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z "$browser" ]]; then

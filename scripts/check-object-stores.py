@@ -56,7 +56,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
-# Targets of a few KiB, below the 1 MiB floor of target sizes (README, "--target-size").
+# Targets of a few KiB, below the 1 MiB floor of target sizes (docs/commands.md, "--target-size").
 os.environ.setdefault("DELTA_LAYOUT_MIN_TARGET_SIZE", "1")
 
 AZURITE_ACCOUNT = "devstoreaccount1"

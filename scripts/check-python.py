@@ -45,7 +45,7 @@ import pyarrow as pa
 import delta_layout as dl
 from delta_tables import layout, make_table, rows
 
-# Targets of a few KiB, below the 1 MiB floor of target sizes (README, "--target-size").
+# Targets of a few KiB, below the 1 MiB floor of target sizes (docs/commands.md, "--target-size").
 os.environ.setdefault("DELTA_LAYOUT_MIN_TARGET_SIZE", "1")
 
 FAILED = []

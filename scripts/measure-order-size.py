@@ -20,7 +20,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# Targets of a few KiB, below the 1 MiB floor of target sizes (README, "--target-size").
+# Targets of a few KiB, below the 1 MiB floor of target sizes (docs/commands.md, "--target-size").
 os.environ.setdefault("DELTA_LAYOUT_MIN_TARGET_SIZE", "1")
 
 

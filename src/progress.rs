@@ -47,6 +47,12 @@ pub enum Phase {
     /// `sweep`: building and measuring the combinations of layout and file size. Counts
     /// combinations.
     Sweep,
+    /// `recommend`: reading a row sample and scoring the columns the workload filters.
+    /// Counts steps: a total of 1.
+    Columns,
+    /// `recommend`: estimating each candidate layout at each target size. Counts
+    /// candidates.
+    Estimate,
 }
 
 /// What a [`Phase`] counts.
@@ -70,7 +76,7 @@ impl Phase {
                 Unit::Bytes
             }
             Self::Write => Unit::Rows,
-            Self::Commit | Self::Sweep => Unit::Items,
+            Self::Commit | Self::Sweep | Self::Columns | Self::Estimate => Unit::Items,
         }
     }
 
@@ -86,6 +92,8 @@ impl Phase {
             Self::Fingerprint => "fingerprinting",
             Self::Duplicates => "finding duplicates",
             Self::Sweep => "sweeping",
+            Self::Columns => "scoring columns",
+            Self::Estimate => "estimating candidates",
         }
     }
 }

@@ -276,7 +276,9 @@ pub struct Recommendation {
 
 /// Recommends a layout of the table at `location` for `workload` (see the module docs).
 /// `names` are the table and the workload file as the user named them, for the command line
-/// of the pick. Must be called on a multi-threaded tokio runtime. Writes nothing.
+/// of the pick. `progress` hears the column scoring ([`crate::progress::Phase::Columns`])
+/// and each candidate estimated ([`crate::progress::Phase::Estimate`]). Must be called on a
+/// multi-threaded tokio runtime. Writes nothing.
 ///
 /// # Errors
 /// [`Error::InvalidOption`] from [`RecommendOptions::validate`];
@@ -288,7 +290,9 @@ pub async fn recommend(
     workload: &Workload,
     names: &CommandNames,
     options: &RecommendOptions,
+    progress: Arc<dyn crate::progress::Progress>,
 ) -> Result<Recommendation> {
+    use crate::progress::{Phase, Scope};
     let started = Instant::now();
     options.validate()?;
     let table = TableView::load(location, None).await?;
@@ -306,12 +310,16 @@ pub async fn recommend(
     } else {
         let table = table.clone();
         let train = train.clone();
-        tokio::task::spawn_blocking(move || candidate_columns(&table, &train))
+        progress.phase_started(Scope::Run, Phase::Columns, 1);
+        let columns = tokio::task::spawn_blocking(move || candidate_columns(&table, &train))
             .await
             .map_err(|e| Error::TaskFailed {
                 task: "column",
                 source: e,
-            })??
+            })??;
+        progress.phase_advanced(Scope::Run, Phase::Columns, 1);
+        progress.phase_finished(Scope::Run, Phase::Columns);
+        columns
     };
     let best = best_columns(&columns, options.max_columns);
     if best.is_empty() && !empty {
@@ -337,7 +345,13 @@ pub async fn recommend(
         cancel: options.cancel.clone(),
     };
     let current = current(&table, totals.files, &train, &test, options.file_cost_bytes)?;
-    let estimates = crate::simulate::estimate_layouts(table.clone(), &job, &|| {}).await?;
+    let total = job.layouts.len() * job.target_sizes.len();
+    progress.phase_started(Scope::Run, Phase::Estimate, total as u64);
+    let estimates = crate::simulate::estimate_layouts(table.clone(), &job, &|| {
+        progress.phase_advanced(Scope::Run, Phase::Estimate, 1);
+    })
+    .await?;
+    progress.phase_finished(Scope::Run, Phase::Estimate);
     let mut candidates =
         score_estimates(estimates, &train, &test, fraction, options.file_cost_bytes).await?;
 

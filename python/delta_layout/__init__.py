@@ -17,13 +17,13 @@ as its lines; with ``zorder=`` or ``hilbert=`` it measures the run instead (the 
 budget ranks bins by, the figures recorded in the commit, the regression guard); :func:`recommend` says which layout and file size suit a workload, and
 :func:`extract_workload` turns a SQL query history into a workload.
 
-Scheduled runs (see the README's "Running it on a schedule"): ``max_rewrite_bytes=``,
+Scheduled runs (see docs/scheduling.md): ``max_rewrite_bytes=``,
 ``max_duration=`` and ``min_gain=`` bound a run; a run with nothing worth doing returns its
 document with ``nothing_worth_doing`` true (the CLI's exit code 4), and one whose layout would
 make the workload's scans dearer raises :class:`LayoutRegressionError` (exit code 5) unless
 ``allow_regression=True``.
 
-Work orders (see the README's "Work orders"): :func:`plan` makes a :class:`Plan`,
+Work orders (see docs/work-orders.md): :func:`plan` makes a :class:`Plan`,
 :func:`execute` runs some of its bins anywhere and returns :class:`BinResult` objects,
 :func:`commit` commits them. Plans and results are plain, picklable objects that convert to
 and from their JSON documents, so an engine can ship them; :mod:`delta_layout.spark` runs
@@ -372,7 +372,7 @@ def recommend(
     if target_sizes is not None and not isinstance(target_sizes, (str, int)):
         target_sizes = ",".join(str(size) for size in target_sizes)
     with _workload_file(workload) as workload_path:
-        argv = ["recommend", _uri(table_uri), "--json"] + _flags(
+        argv = ["recommend", _uri(table_uri), "--json", "--quiet"] + _flags(
             {"workload": workload_path, "target_sizes": target_sizes, "holdout": holdout,
              "seed": seed, "sample": sample, "max_columns": max_columns, "file_cost": file_cost,
              "min_gain": min_gain}, "recommend")

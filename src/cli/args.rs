@@ -111,9 +111,15 @@ pub struct RecommendArgs {
     /// is, in [0, 1); below it the answer is to keep the table as it is.
     #[arg(long, value_name = "F", default_value_t = crate::recommend::DEFAULT_MIN_GAIN)]
     pub min_gain: f64,
+    /// List every candidate (the text lists the best few and the pick; --json has all).
+    #[arg(long)]
+    pub all: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// No progress display.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `workload` subcommands.
@@ -196,7 +202,7 @@ pub struct HistoryArgs {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct SweepArgs {
-    /// Table location: a local path.
+    /// Table location: a local path or a URL (the scratch copies are local: --scratch).
     #[arg(value_name = "TABLE")]
     pub table: String,
     /// Target file sizes to try (comma-separated; units: 4MiB, 1GB, or bytes).

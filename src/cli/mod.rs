@@ -13,6 +13,7 @@ mod args;
 mod config;
 mod progress;
 mod render;
+pub use render::RECOMMEND_SHOWN_CANDIDATES;
 mod words;
 mod workorders;
 
@@ -482,6 +483,7 @@ fn run_recommend(context: &Context, args: args::RecommendArgs) -> anyhow::Result
     let cancel = Arc::new(AtomicBool::new(false));
     cancel_on_signal(context, cancel.clone());
     options.cancel = cancel;
+    let progress: Arc<dyn crate::progress::Progress> = progress::BarProgress::new(args.quiet);
     let recommendation = runtime.block_on(crate::recommend::recommend(
         at(&args.table),
         &workload,
@@ -490,12 +492,18 @@ fn run_recommend(context: &Context, args: args::RecommendArgs) -> anyhow::Result
             workload: args.workload.display().to_string(),
         },
         &options,
+        progress,
     ))?;
     if args.json {
         // A string first: a closed pipe then surfaces as an io::Error (exit 0).
         writeln!(stdout, "{}", serde_json::to_string_pretty(&recommendation)?)?;
     } else {
-        render::recommend(&mut stdout, &recommendation)?;
+        let shown = if args.all {
+            usize::MAX
+        } else {
+            render::RECOMMEND_SHOWN_CANDIDATES
+        };
+        render::recommend(&mut stdout, &recommendation, shown)?;
     }
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -1322,8 +1322,16 @@ pub fn workload_change(
     )
 }
 
-/// The `recommend` ranking and the pick.
-pub fn recommend(out: &mut impl Write, r: &crate::recommend::Recommendation) -> io::Result<()> {
+/// Candidates the `recommend` text lists without `--all` (the pick too, wherever it ranks).
+pub const RECOMMEND_SHOWN_CANDIDATES: usize = 5;
+
+/// Text form of `recommend`: the table, the workload split, the columns, the best `shown`
+/// candidates (and the pick, wherever it ranks), then the pick.
+pub fn recommend(
+    out: &mut impl Write,
+    r: &crate::recommend::Recommendation,
+    shown: usize,
+) -> io::Result<()> {
     writeln!(
         out,
         "table      {} (version {}), {} files, {}, {} rows",
@@ -1421,7 +1429,12 @@ pub fn recommend(out: &mut impl Write, r: &crate::recommend::Recommendation) -> 
         r.current.test.as_ref(),
         "-",
     )?;
+    let mut hidden = 0;
     for (i, c) in r.candidates.iter().enumerate() {
+        if i >= shown && r.pick != Some(i) {
+            hidden += 1;
+            continue;
+        }
         let layout = if c.layout.starts_with("hilbert:") && !c.layout.contains(',') {
             format!("{} (sort)", c.layout)
         } else {
@@ -1436,6 +1449,13 @@ pub fn recommend(out: &mut impl Write, r: &crate::recommend::Recommendation) -> 
             &c.train,
             c.test.as_ref(),
             &format_size(c.rewrite_bytes),
+        )?;
+    }
+    if hidden > 0 {
+        writeln!(
+            out,
+            "  ... and {hidden} more candidate{} (--all lists every one; --json has them all)",
+            if hidden == 1 { "" } else { "s" }
         )?;
     }
     recommend_pick(out, r)

@@ -31,6 +31,11 @@ use crate::table::TableView;
 
 /// Default share of the queries held out for scoring ([`Workload::split`]): 0.2.
 pub const DEFAULT_HOLDOUT: f64 = 0.2;
+
+/// Share of a workload's runs from which a query is never held out ([`Workload::split`]):
+/// 0.25. Holding out a query that carries that much of the runs would lay the table out
+/// without its columns and score it on a test part it dominates.
+pub const HOLDOUT_KEEPS_SHARE: f64 = 0.25;
 /// Default seed of the split into training and test queries.
 pub const DEFAULT_SPLIT_SEED: u64 = 42;
 
@@ -243,8 +248,10 @@ impl Workload {
     /// when a seeded hash of its predicate text falls below `holdout` (a share in `[0, 1)`),
     /// so the split does not depend on the order of the lines. With at least two queries,
     /// both parts get one: if the hash gave every query to one part, the query with the
-    /// lowest (or highest) hash moves over. `holdout` 0 keeps every query for training and
-    /// returns an empty test part.
+    /// lowest (or highest) hash moves over. A query carrying at least
+    /// [`HOLDOUT_KEEPS_SHARE`] of the runs always trains, and the fix-up moves only the
+    /// others, unless every query is that heavy (at most 4 queries), where the plain split
+    /// applies. `holdout` 0 keeps every query for training and returns an empty test part.
     #[must_use]
     pub fn split(&self, holdout: f64, seed: u64) -> (Workload, Workload) {
         let holdout = if holdout.is_finite() {
@@ -258,9 +265,27 @@ impl Workload {
             (xxhash_rust::xxh64::xxh64(text.as_bytes(), seed) >> 11) as f64 / (1u64 << 53) as f64
         };
         let shares: Vec<f64> = self.queries.iter().map(share).collect();
-        let mut test: Vec<bool> = shares.iter().map(|&s| s < holdout).collect();
-        if holdout > 0.0 && self.queries.len() >= 2 {
-            let lowest = (0..shares.len()).min_by(|&a, &b| shares[a].total_cmp(&shares[b]));
+        let total = self.total_weight();
+        #[expect(clippy::cast_precision_loss, reason = "run counts, a share")]
+        let mut heavy: Vec<bool> = self
+            .queries
+            .iter()
+            .map(|q| q.weight as f64 >= HOLDOUT_KEEPS_SHARE * total as f64)
+            .collect();
+        if heavy.iter().all(|h| *h) {
+            heavy.fill(false);
+        }
+        let mut test: Vec<bool> = shares
+            .iter()
+            .zip(&heavy)
+            .map(|(&s, &h)| s < holdout && !h)
+            .collect();
+        let light: Vec<usize> = (0..shares.len()).filter(|&i| !heavy[i]).collect();
+        if holdout > 0.0 && self.queries.len() >= 2 && !light.is_empty() {
+            let lowest = light
+                .iter()
+                .copied()
+                .min_by(|&a, &b| shares[a].total_cmp(&shares[b]));
             let highest = (0..shares.len()).max_by(|&a, &b| shares[a].total_cmp(&shares[b]));
             if test.iter().all(|t| !*t)
                 && let Some(i) = lowest
@@ -418,5 +443,28 @@ mod tests {
         }
         let (all, none) = two.split(0.0, 1);
         assert_eq!((all.queries.len(), none.queries.len()), (2, 0));
+    }
+
+    #[test]
+    fn a_heavy_query_always_trains() {
+        // Seven queries, one with 120 of the 309 runs (39%): whatever the seed and holdout,
+        // it trains, and the test part still gets a query.
+        let text = "120\tx = 1\n40\tx = 2\n40\tx = 3\n40\tx = 4\n30\tx = 5\n20\tx = 6\n19\tx = 7\n";
+        let w = Workload::parse(text, "w").unwrap();
+        assert_eq!(w.total_weight(), 309);
+        let mut held_out_others = 0;
+        for seed in 0..200 {
+            for holdout in [0.2, 0.5, 0.99] {
+                let (train, test) = w.split(holdout, seed);
+                assert!(
+                    train.queries.iter().any(|q| q.weight == 120),
+                    "seed {seed}, holdout {holdout}: the heaviest query was held out"
+                );
+                assert!(!test.queries.is_empty(), "seed {seed}, holdout {holdout}");
+                assert_eq!(train.queries.len() + test.queries.len(), 7);
+                held_out_others += test.queries.len();
+            }
+        }
+        assert!(held_out_others > 200, "{held_out_others}");
     }
 }

@@ -926,6 +926,7 @@ fn recommend(
                 workload: "lineitem.workload".into(),
             },
             options,
+            std::sync::Arc::new(delta_layout::progress::NoProgress),
         ))
         .unwrap()
 }
@@ -1163,6 +1164,47 @@ fn the_workload_commands_work_together() {
         )),
         "{r}"
     );
+    // The text lists the best few candidates and the pick, `--all` every one.
+    let text = |all: bool| -> String {
+        let mut args = vec![
+            "recommend",
+            location.as_str(),
+            "--workload",
+            workload_file,
+            "--target-sizes",
+            "32KiB,64KiB,128KiB",
+            "--holdout",
+            "0",
+            "--quiet",
+        ];
+        if all {
+            args.push("--all");
+        }
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // Candidate rows start with their rank.
+    let ranked = |text: &str| -> usize {
+        text.lines()
+            .filter(|l| {
+                l.starts_with("  ")
+                    && l.split_whitespace()
+                        .next()
+                        .is_some_and(|w| w.parse::<usize>().is_ok())
+            })
+            .count()
+    };
+    let (short, long) = (text(false), text(true));
+    let shown = delta_layout::cli::RECOMMEND_SHOWN_CANDIDATES;
+    assert!(ranked(&long) > shown + 1, "{long}");
+    assert!(!long.contains("--all lists"), "{long}");
+    let listed = ranked(&short);
+    assert!(listed == shown || listed == shown + 1, "{short}");
+    assert!(
+        short.contains(&format!("and {} more candidate", ranked(&long) - listed)),
+        "{short}"
+    );
     // Bad options name the flag.
     for (flag, value, needle) in [
         ("--holdout", "1.5", "--holdout"),
@@ -1353,6 +1395,7 @@ fn a_workload_whose_useful_queries_are_held_out_names_the_holdout() {
             &workload,
             &names,
             &options,
+            std::sync::Arc::new(delta_layout::progress::NoProgress),
         ))
         .unwrap_err();
     let message = err.to_string();
@@ -1365,6 +1408,7 @@ fn a_workload_whose_useful_queries_are_held_out_names_the_holdout() {
             &workload,
             &names,
             &options,
+            std::sync::Arc::new(delta_layout::progress::NoProgress),
         ))
         .unwrap();
     assert_eq!(r.columns[0].column, "l_shipdate");
@@ -1543,6 +1587,7 @@ fn recommend_on_a_table_without_rows_keeps_it() {
                 workload: "empty.workload".into(),
             },
             &delta_layout::recommend::RecommendOptions::default(),
+            std::sync::Arc::new(delta_layout::progress::NoProgress),
         ))
         .unwrap();
     assert_eq!(r.rows, 0);
