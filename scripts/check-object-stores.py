@@ -418,11 +418,14 @@ def run_gcs(store, binary, testdata):
           json.loads(out.stdout)["rows"] == json.loads(local.stdout)["rows"] > 0)
     out = cli(store, binary, "report", small, "--json", check_rc=0)
     check("gcs: report reads the log", json.loads(out.stdout)["version"] >= 0)
-    # Writing is what the emulator cannot take: the run fails cleanly, the table unchanged.
+    # Writing is what the emulator cannot take: the write probe fails before any work, the
+    # table unchanged.
     keys_before = store.keys("small")
     out = cli(store, binary, "optimize", small, "--no-report")
-    check("gcs: a write the emulator refuses is exit 2 naming the storage error",
-          out.returncode == 2 and "storage" in out.stderr, f"exit {out.returncode}: {out.stderr}")
+    check("gcs: a write the emulator refuses is exit 2 before any work, naming the table and the store's error",
+          out.returncode == 2 and f"cannot write to table '{small}/'" in out.stderr
+          and "checked before any work" in out.stderr and "GCS error" in out.stderr,
+          f"exit {out.returncode}: {out.stderr}")
     check("gcs: nothing was written", store.keys("small") == keys_before)
 
 
