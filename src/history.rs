@@ -14,6 +14,7 @@
 //! | bytes removed / added | `operationMetrics.numRemovedBytes` / `numAddedBytes` | `filesRemoved.totalSize` / `filesAdded.totalSize` (a JSON object, or a string holding one) |
 //! | clustering columns | `operationParameters.zOrderBy` (a JSON list in a string), else `clusterBy` (liquid clustering) | not written |
 //! | curve | `operationParameters.curve` (delta-layout: `zorder`, `hilbert`, `none`) | not written |
+//! | read version | `readVersion` | `readVersion` |
 //!
 //! Metrics may be JSON strings (Spark) or numbers (delta-rs); a metric a writer did not
 //! record is `None`, never 0. Source: PROTOCOL.md "Commit Provenance Information" (the
@@ -37,6 +38,10 @@ pub const OPTIMIZE_OPERATION: &str = "OPTIMIZE";
 pub struct OptimizeRun {
     /// The table version the commit created.
     pub version: u64,
+    /// The version the run read and rewrote (`readVersion`, written by Spark, Databricks
+    /// and delta-layout); `None` when the writer did not record it. Versions between it and
+    /// `version` are other writers' commits the run went in beside.
+    pub read_version: Option<u64>,
     /// When it was committed: `inCommitTimestamp` when present, else `timestamp`, as ISO 8601
     /// UTC with milliseconds (`2025-02-22T00:49:57.394Z`); `None` when the commit has
     /// neither or it is out of range.
@@ -136,6 +141,7 @@ impl OptimizeRun {
             .and_then(Value::as_i64);
         Some(Self {
             version,
+            read_version: commit_info.get("readVersion").and_then(number),
             timestamp: timestamp_ms.and_then(iso_8601),
             timestamp_ms,
             operation: operation.to_string(),
@@ -220,7 +226,8 @@ pub struct Decay {
     /// Its layout: the curve (`zorder`, `hilbert`, `cuts`) or `none` for a compaction.
     pub layout: String,
     /// What it is measured on: the run's recorded workload, else generated predicates on
-    /// its clustering columns (drawn from the run's version), else a full scan (also when
+    /// its clustering columns (drawn, as the run drew them, from the version it read, or
+    /// from the version it committed when the log no longer holds that one), else a full scan (also when
     /// the measure no longer fits the table: a column dropped or renamed since).
     pub measure: crate::gain::MeasureSource,
     /// Distinct queries of the measure.
@@ -275,7 +282,14 @@ pub async fn decay(location: impl Into<crate::table::TableLocation>) -> Result<O
     let Some(record) = GainRecord::of_commit_info(&info) else {
         return Ok(None);
     };
-    let then = TableView::load(location, Some(run_version)).await?;
+    let then = TableView::load(location.clone(), Some(run_version)).await?;
+    // Generated predicates are drawn as the run drew them, from the version it read, so
+    // `after_run` is what it recorded (less other writers' commits in between); from the
+    // version it committed when the log no longer holds the one it read.
+    let read = match run.read_version {
+        Some(read) if read < run_version => TableView::load(location, Some(read)).await.ok(),
+        _ => None,
+    };
     let source = format!("the workload recorded at version {run_version}");
     let recorded = info
         .get(crate::gain::COMMIT_INFO_WORKLOAD)
@@ -296,7 +310,9 @@ pub async fn decay(location: impl Into<crate::table::TableLocation>) -> Result<O
             recorded_at: Some(run_version),
         }),
         (None, crate::gain::MeasureSource::FullScan) => Ok(Measure::full_scan()),
-        (None, _) => Measure::default_predicates(&then, &run.clustering_columns),
+        (None, _) => {
+            Measure::default_predicates(read.as_ref().unwrap_or(&then), &run.clustering_columns)
+        }
     };
     // A measure that no longer fits the table (a column dropped or renamed since) falls
     // back to a full scan, as `optimize` passes over such a recorded workload.
@@ -462,6 +478,7 @@ mod tests {
         }
         let run = |curve: Option<&str>, columns: &[&str]| OptimizeRun {
             version: 7,
+            read_version: None,
             timestamp: Some("2025-02-22T00:49:57.394Z".into()),
             timestamp_ms: Some(1_740_185_397_394),
             operation: "OPTIMIZE".into(),
@@ -487,9 +504,13 @@ mod tests {
                     "timestamp": 1_740_185_397_394_i64, "operation": "OPTIMIZE",
                     "operationParameters": {"predicate": "[]", "zOrderBy": "[\"id\"]",
                                             "clusterBy": "[]", "auto": false},
-                    "operationMetrics": spark_metrics, "engineInfo": engine
+                    "operationMetrics": spark_metrics, "engineInfo": engine,
+                    "readVersion": 6
                 }),
-                expected: Some(run(Some("zorder"), &["id"])),
+                expected: Some(OptimizeRun {
+                    read_version: Some(6),
+                    ..run(Some("zorder"), &["id"])
+                }),
             },
             Case {
                 name: "delta-layout hilbert, numbers as JSON numbers",

@@ -167,7 +167,24 @@ impl Predicate {
         };
         let predicate = parser.or()?;
         if parser.pos < parser.tokens.len() {
-            return Err(parser.error(&format!("unexpected '{}'", parser.tokens[parser.pos].1)));
+            let unexpected = &parser.tokens[parser.pos];
+            // `2023-04-13` unquoted reads as the numbers 2023, -04 and -13.
+            let hint = match (
+                parser.pos.checked_sub(1).map(|p| &parser.tokens[p]),
+                &unexpected.1,
+            ) {
+                (Some((start, Token::Number(_))), Token::Number(n)) if n.starts_with('-') => {
+                    let end = parser.tokens[parser.pos..]
+                        .iter()
+                        .take_while(|t| matches!(&t.1, Token::Number(n) if n.starts_with('-')))
+                        .last()
+                        .map_or(unexpected.0, |t| t.0 + t.1.to_string().len());
+                    let date = text.get(*start..end).unwrap_or_default();
+                    format!(" (a date or timestamp is written quoted: '{date}')")
+                }
+                _ => String::new(),
+            };
+            return Err(parser.error(&format!("unexpected '{}'{hint}", unexpected.1)));
         }
         Ok(predicate)
     }
@@ -727,6 +744,21 @@ fn is_reserved(word: &str) -> bool {
 mod tests {
     use super::*;
     use deltalake::kernel::PrimitiveType;
+
+    /// An unquoted date is three numbers: the error says how to write it.
+    #[test]
+    fn an_unquoted_date_gets_a_hint() {
+        let err = Predicate::parse("date = 2023-04-13 AND x > 1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unexpected '-04' (a date or timestamp is written quoted: '2023-04-13') at character 12"),
+            "{err}"
+        );
+        // Other trailing tokens get no hint.
+        let err = Predicate::parse("x = 1 2").unwrap_err().to_string();
+        assert!(err.contains("unexpected '2' at character 7"), "{err}");
+    }
 
     fn eval(text: &str, columns: &[(&str, DataType, Option<&str>)]) -> Option<bool> {
         let p = Predicate::parse(text).unwrap();

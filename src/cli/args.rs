@@ -187,7 +187,7 @@ pub struct HistoryArgs {
     #[arg(value_name = "TABLE")]
     pub table: String,
     /// Show only the newest NUM runs (default: every run in the log).
-    #[arg(long, value_name = "NUM")]
+    #[arg(long, value_name = "NUM", value_parser = positive_count)]
     pub limit: Option<std::num::NonZeroUsize>,
     /// Print one JSON object instead of text.
     ///
@@ -666,6 +666,13 @@ fn threads(text: &str) -> Result<usize, String> {
         .ok()
         .filter(|n| *n <= max)
         .ok_or_else(|| format!("must be a whole number from 0 (one thread per core) to {max}"))
+}
+
+/// A count of at least 1 (`history --limit`).
+fn positive_count(text: &str) -> Result<std::num::NonZeroUsize, String> {
+    text.trim()
+        .parse::<std::num::NonZeroUsize>()
+        .map_err(|_| "must be a whole number of at least 1".to_string())
 }
 
 /// `--read-concurrency`: a whole number from 1 to 256.

@@ -544,9 +544,12 @@ fn run_extract(context: &Context, args: args::ExtractArgs) -> anyhow::Result<Exi
         }
         writeln!(
             err,
-            "delta-layout: {} predicates ({} runs) from {} of {} statements",
-            extraction.predicates.len(),
-            extraction.predicates.iter().map(|p| p.count).sum::<u64>(),
+            "delta-layout: {} ({}) from {} of {} statements",
+            crate::size::count(extraction.predicates.len() as u64, "predicate"),
+            crate::size::count(
+                extraction.predicates.iter().map(|p| p.count).sum::<u64>(),
+                "run"
+            ),
             extraction.statements
                 - extraction
                     .skipped
@@ -925,13 +928,28 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
                 .map_err(|e| words::bad_flag("--columns", e.to_string()))?;
         }
     }
-    let progress: Arc<dyn crate::progress::Progress> = progress::BarProgress::new(quiet);
-    let outcome = runtime.block_on(crate::optimize::optimize(at(&location), &options, progress))?;
+    let bars = progress::BarProgress::new(quiet);
+    bars.waiting("reading the table's log and planning");
+    let progress: Arc<dyn crate::progress::Progress> = bars.clone();
+    let outcome = runtime.block_on(crate::optimize::optimize(at(&location), &options, progress));
+    bars.clear();
+    let outcome = outcome?;
     let few_files = outcome
         .few_files(crate::plan::target_floor_bytes().unwrap_or(crate::plan::MIN_TARGET_FILE_BYTES));
+    // `--verify` read back what it committed (a difference is an error before the commit).
+    let verified = options.verify && outcome.version.is_some() && outcome.files_added > 0;
     if !json {
         // The commit line first: the report below may take a while.
         render::optimize(&mut stdout, &outcome)?;
+        if verified {
+            writeln!(
+                stdout,
+                "verified: the {} written hold exactly the rows of the {} they replace, partition by partition ({})",
+                crate::size::count(outcome.files_added, "file"),
+                crate::size::count(outcome.files_removed, "file"),
+                crate::size::count(outcome.rows, "row"),
+            )?;
+        }
         if let Some(few) = &few_files {
             render::few_files(&mut stdout, few)?;
         }
@@ -941,6 +959,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
     // is made: a failing or cancelled report is a warning, never a failed run.
     let comparison = match outcome.version {
         Some(version) if with_report && !cancel.load(Ordering::SeqCst) => {
+            bars.waiting("measuring the layout before and after for the report");
             let columns = report_columns
                 .clone()
                 .or_else(|| outcome.plan.clustering.as_ref().map(|c| c.columns.clone()))
@@ -984,6 +1003,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
                 };
                 Ok((crate::report::compare(&before, &after, &options)?, scores))
             });
+            bars.clear();
             match result {
                 Ok(comparison) => Some(comparison),
                 Err(e) => {
@@ -999,6 +1019,7 @@ fn run_optimize(context: &Context, args: args::OptimizeArgs) -> anyhow::Result<E
     if json {
         let mut value = render::optimize_json(&outcome);
         value["few_files"] = serde_json::to_value(&few_files)?;
+        value["verified"] = serde_json::Value::Bool(verified);
         value["report"] = serde_json::to_value(comparison.as_ref().map(|c| &c.0))?;
         if let Some((_, Some((before, after)))) = &comparison {
             value["workload"] = serde_json::json!({"before": before, "after": after});

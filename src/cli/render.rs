@@ -183,6 +183,15 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
     gain(out, o)
 }
 
+/// `1 test query`, `3 training queries`.
+fn queries(n: usize, kind: &str) -> String {
+    if n == 1 {
+        format!("1 {kind} query")
+    } else {
+        format!("{n} {kind} queries")
+    }
+}
+
 /// The `time:` line of `optimize`: CPU seconds of each stage that took any, summed over
 /// threads, and the run's CPU and wall seconds ([`crate::rewrite::timings`]).
 pub fn timings(out: &mut impl Write, t: &crate::rewrite::timings::Timings) -> io::Result<()> {
@@ -192,16 +201,16 @@ pub fn timings(out: &mut impl Write, t: &crate::rewrite::timings::Timings) -> io
         .filter(|s| s.cpu_s >= 0.005 || s.wall_s >= 0.005)
         .map(|s| format!("{} {:.2}", s.stage, s.cpu_s))
         .collect();
+    if stages.is_empty() {
+        // Nothing took 5 ms: no breakdown to give.
+        return writeln!(out, "time: {:.2} s CPU in {:.2} s wall", t.cpu_s, t.wall_s);
+    }
     writeln!(
         out,
         "time: {:.2} s CPU in {:.2} s wall; CPU seconds by stage: {}",
         t.cpu_s,
         t.wall_s,
-        if stages.is_empty() {
-            "-".to_string()
-        } else {
-            stages.join(", ")
-        }
+        stages.join(", ")
     )
 }
 
@@ -228,15 +237,30 @@ pub fn gain(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
         )?;
     }
     if let Some(f) = &o.figures {
+        // One verdict in words: bytes and files scanned, weighed as the budget weighs them.
+        let (before, after) = (f.before.cost(), f.after.cost());
+        let change = if before > 0.0 {
+            (after - before) / before
+        } else {
+            0.0
+        };
+        let verdict = if change <= -0.005 {
+            format!("{} cheaper", percent(-change))
+        } else if change >= 0.005 {
+            format!("{} dearer", percent(change))
+        } else {
+            "about the same cost".to_string()
+        };
         writeln!(
             out,
-            "per run of {} ({}): files scanned {:.1} -> {:.1}, bytes scanned {} -> {} (recorded in the commit)",
+            "per run of {} ({}): files scanned {:.1} -> {:.1}, bytes scanned {} -> {}: {verdict}, counting {} per file opened (recorded in the commit)",
             f.measure.words(),
             count(f.runs, "run"),
             f.before.files_scanned,
             f.after.files_scanned,
             format_size(crate::size::whole_bytes(f.before.bytes_scanned)),
             format_size(crate::size::whole_bytes(f.after.bytes_scanned)),
+            format_size(crate::gain::DEFAULT_FILE_COST_BYTES),
         )?;
     }
     Ok(())
@@ -367,7 +391,7 @@ pub fn few_files(out: &mut impl Write, f: &crate::optimize::FewFiles) -> io::Res
     };
     writeln!(
         out,
-        "warning: {} ({}){per_partition} at a target of {}: min/max skipping needs at least {} files per partition to skip any, so this layout skips little or nothing; {advice}",
+        "warning: {} ({}){per_partition} at a target of {}: with fewer than {} files per partition, min/max skipping has little to skip, so this layout buys little; {advice}",
         count(f.files, "file"),
         format_size(f.bytes),
         format_size(f.target_file_bytes),
@@ -786,6 +810,7 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
     let size = |n: Option<u64>| n.map_or_else(|| "-".to_string(), format_size);
     let header = [
         "version",
+        "read version",
         "timestamp (UTC)",
         "operation",
         "curve",
@@ -798,12 +823,13 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
         "bytes scanned/run",
         "engine",
     ];
-    let rows: Vec<[String; 12]> = h
+    let rows: Vec<[String; 13]> = h
         .runs
         .iter()
         .map(|r| {
             [
                 r.version.to_string(),
+                count(r.read_version),
                 r.timestamp.clone().unwrap_or_else(|| "-".into()),
                 if r.auto {
                     format!("{} (auto)", r.operation)
@@ -851,7 +877,7 @@ pub fn history(out: &mut impl Write, h: &History) -> io::Result<()> {
     }
     // Numbers right-aligned, text left-aligned; the last column unpadded.
     let right = [
-        true, false, false, false, false, true, true, true, true, true, true, false,
+        true, true, false, false, false, false, true, true, true, true, true, true, false,
     ];
     let line = |out: &mut dyn Write, cells: &[&str]| -> io::Result<()> {
         let mut text = String::new();
@@ -1343,8 +1369,13 @@ pub fn recommend(
     )?;
     writeln!(
         out,
-        "workload   {} training queries ({} runs), {} test queries ({} runs) held out (holdout {}, seed {})",
-        r.train_queries, r.train_runs, r.test_queries, r.test_runs, r.holdout, r.seed
+        "workload   {} ({}), {} ({}) held out (holdout {}, seed {})",
+        queries(r.train_queries, "training"),
+        count(r.train_runs, "run"),
+        queries(r.test_queries, "test"),
+        count(r.test_runs, "run"),
+        r.holdout,
+        r.seed
     )?;
     if r.sample_fraction < 1.0 {
         writeln!(
@@ -1361,15 +1392,23 @@ pub fn recommend(
         )?;
     }
     writeln!(out, "\ncolumns (training queries)")?;
+    // Columns as wide as the longest name, so long (nested) names keep the columns aligned.
+    let name_width = r
+        .columns
+        .iter()
+        .map(|c| c.column.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(32);
     writeln!(
         out,
-        "  {:<32} {:>8} {:>12} {:>10}",
+        "  {:<name_width$} {:>8} {:>12} {:>10}",
         "column", "runs", "selectivity", "score"
     )?;
     for c in &r.columns {
         writeln!(
             out,
-            "  {:<32} {:>8} {:>12} {:>10.1}",
+            "  {:<name_width$} {:>8} {:>12} {:>10.1}",
             c.column,
             c.runs,
             format!("{:.4}", c.selectivity),
@@ -1381,9 +1420,26 @@ pub fn recommend(
         "\ncandidates, best first (cost per run = bytes scanned + {} per file scanned)",
         format_size(r.file_cost_bytes)
     )?;
+    let layout_name = |c: &crate::recommend::Candidate| {
+        if c.layout.starts_with("hilbert:") && !c.layout.contains(',') {
+            format!("{} (sort)", c.layout)
+        } else {
+            c.layout.clone()
+        }
+    };
+    // The layout column as wide as the longest layout shown.
+    let width = r
+        .candidates
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i < shown || r.pick == Some(*i))
+        .map(|(_, c)| layout_name(c).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(40);
     writeln!(
         out,
-        "  {:<4} {:<40} {:>9} {:>7} {:>12} {:>12} {:>10} {:>12} {:>10} {:>10}",
+        "  {:<4} {:<width$} {:>9} {:>7} {:>12} {:>12} {:>10} {:>12} {:>10} {:>10}",
         "rank",
         "layout",
         "target",
@@ -1406,7 +1462,7 @@ pub fn recommend(
      -> io::Result<()> {
         writeln!(
             out,
-            "  {:<4} {:<40} {:>9} {:>7} {:>12.1} {:>12} {:>10} {:>12} {:>10} {:>10}",
+            "  {:<4} {:<width$} {:>9} {:>7} {:>12.1} {:>12} {:>10} {:>12} {:>10} {:>10}",
             rank,
             layout,
             target,
@@ -1435,15 +1491,10 @@ pub fn recommend(
             hidden += 1;
             continue;
         }
-        let layout = if c.layout.starts_with("hilbert:") && !c.layout.contains(',') {
-            format!("{} (sort)", c.layout)
-        } else {
-            c.layout.clone()
-        };
         row(
             out,
             &(i + 1).to_string(),
-            &layout,
+            &layout_name(c),
             &format_size(c.target_file_bytes),
             c.files,
             &c.train,

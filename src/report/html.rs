@@ -80,6 +80,7 @@ pub fn render(before: Option<&LayoutReport>, after: &LayoutReport) -> String {
         }
         page.push_str("</div>\n");
     }
+    conjunctions(&mut page, &versions);
     let _ = write!(
         page,
         "<p><small>Estimated from the Delta log's min/max stats: {} generated predicates per column \
@@ -90,6 +91,51 @@ pub fn render(before: Option<&LayoutReport>, after: &LayoutReport) -> String {
         after.selectivity * 100.0
     );
     page
+}
+
+/// The two-column figures (a range on each column of a pair of `--columns`, as the text
+/// report's "conjunctions of two ranges"): per pair, each version's average share of files
+/// skipped beside the ideal. Nothing without pairs.
+fn conjunctions(page: &mut String, versions: &[&LayoutReport]) {
+    let Some(last) = versions.last() else {
+        return;
+    };
+    if last.conjunctions.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2>Two columns together</h2>\n<table class=\"conjunctions\"><tr><th>a range on each of</th>",
+    );
+    for r in versions {
+        let _ = write!(
+            page,
+            "<th>version {}: skipped</th><th>ideal</th>",
+            r.version
+        );
+    }
+    page.push_str("</tr>\n");
+    for pair in &last.conjunctions {
+        let _ = write!(page, "<tr><td>{}</td>", escape(&pair.columns.join(" AND ")));
+        for r in versions {
+            match r.conjunctions.iter().find(|c| c.columns == pair.columns) {
+                Some(c) => {
+                    let _ = write!(
+                        page,
+                        "<td>{:.1}%</td><td>{:.1}%</td>",
+                        c.skipping.skipped_files_fraction_avg * 100.0,
+                        c.skipping.ideal_skipped_files_fraction_avg * 100.0
+                    );
+                }
+                None => page.push_str("<td>-</td><td>-</td>"),
+            }
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str(
+        "</table>\n<p><small>Average share of files min/max pruning skips for conjunctions of \
+         a range on each column; the ideal: as many files sorted on the better of the two \
+         columns alone.</small></p>\n",
+    );
 }
 
 /// Margins around a plot area, pixels: room for tick labels and axis labels.
@@ -234,16 +280,22 @@ fn ranges(page: &mut String, version: u64, layout: &ColumnLayout) {
     #[expect(clippy::cast_precision_loss, reason = "pixels")]
     let label_width = widest as f64 * CHAR_WIDTH + 8.0;
     // The end labels are anchored inside the plot, the others centred on their tick: five
-    // fit when a label is at most 1/6 of the width, three at most 1/3.
-    let keep: &[f64] = if label_width <= PANEL_WIDTH / 6.0 {
-        &[0.0, 0.25, 0.5, 0.75, 1.0]
+    // fit when a label is at most 1/6 of the width, the ends and the middle one at most 1/3.
+    let last = ticks.len().saturating_sub(1);
+    let keep: Vec<usize> = if label_width <= PANEL_WIDTH / 6.0 {
+        (0..=last).collect()
     } else if label_width <= PANEL_WIDTH / 3.0 {
-        &[0.0, 0.5, 1.0]
+        vec![0, last / 2, last]
     } else {
-        &[0.0, 1.0]
+        vec![0, last]
     };
     let bottom = TOP + PANEL_HEIGHT;
-    for (t, label) in ticks.iter().filter(|t| keep.contains(&t.0)) {
+    for (t, label) in ticks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep.contains(i))
+        .map(|(_, t)| t)
+    {
         let x = LEFT + t * PANEL_WIDTH;
         let anchor = if *t <= 0.0 {
             "start"

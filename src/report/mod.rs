@@ -198,9 +198,10 @@ pub struct ColumnLayout {
     pub files_unknown: usize,
     /// Labels of the axis ends (the smallest min, the largest max).
     pub axis_labels: (String, String),
-    /// Ticks of the value axis: (position in [0, 1], the value there as a literal), at 0,
-    /// 1/4, 1/2, 3/4 and 1 of the axis (values, or ranks for strings); empty without
-    /// bounds.
+    /// Ticks of the value axis, in position order: (position in [0, 1], the value there
+    /// as a literal): the ends, and the values of the column's type nearest to 1/4, 1/2
+    /// and 3/4 of the axis (values, or ranks for strings) at their own positions, each
+    /// value once; empty without bounds.
     pub axis_ticks: Vec<(f64, String)>,
 }
 
@@ -867,25 +868,31 @@ fn layout(
     ranges.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2)));
     let lo = ranges.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
     let hi = ranges.iter().map(|r| r.2).fold(f64::NEG_INFINITY, f64::max);
+    let width = if hi > lo { hi - lo } else { 1.0 };
     let (labels, ticks) = if ranges.is_empty() {
         ((String::new(), String::new()), Vec::new())
     } else {
-        let ticks = [0.0, 0.25, 0.5, 0.75, 1.0]
-            .iter()
-            .map(|&t| {
-                let x = if t >= 1.0 { hi } else { lo + t * (hi - lo) };
-                (t, model.literal(x, t < 1.0).to_string())
-            })
-            .collect();
-        (
-            (
-                model.literal(lo, true).to_string(),
-                model.literal(hi, false).to_string(),
-            ),
-            ticks,
-        )
+        let ends = (
+            model.literal(lo, true).to_string(),
+            model.literal(hi, false).to_string(),
+        );
+        // The ends, and between them the values of the column's type nearest to 1/4, 1/2
+        // and 3/4 of the axis, each at its own position; a value already ticked once
+        // (a narrow axis of whole values) is not ticked again.
+        let mut ticks: Vec<(f64, String)> = vec![(0.0, ends.0.clone())];
+        for t in [0.25, 0.5, 0.75] {
+            let (v, label) = model.tick(lo + t * (hi - lo), hi - lo);
+            let position = ((v - lo) / width).clamp(0.0, 1.0);
+            let label = label.to_string();
+            if position > 0.0 && position < 1.0 && ticks.iter().all(|k| k.1 != label) {
+                ticks.push((position, label));
+            }
+        }
+        if ticks.iter().all(|k| k.1 != ends.1) {
+            ticks.push((1.0, ends.1.clone()));
+        }
+        (ends, ticks)
     };
-    let width = if hi > lo { hi - lo } else { 1.0 };
     if ranges.len() > MAX_DRAWN_FILES {
         let step = ranges.len() / MAX_DRAWN_FILES
             + usize::from(!ranges.len().is_multiple_of(MAX_DRAWN_FILES));

@@ -390,6 +390,35 @@ impl ColumnModel {
         }
     }
 
+    /// A tick of an axis `width` wide near position `x`: the nearest value the column's
+    /// type can hold (an integer, date, timestamp or rank; a decimal at its scale; a float
+    /// at three significant digits of the width), as (that value's position, its literal).
+    /// The label is then the value drawn where the tick stands: a quarter of `0.00` to
+    /// `0.10` on a `decimal(4,2)` axis is `0.03` at 0.03, not `0.02` at 0.025.
+    pub fn tick(&self, x: f64, width: f64) -> (f64, Literal) {
+        match (&self.axis, &self.data_type) {
+            (Axis::Numeric, DataType::Primitive(PrimitiveType::Float | PrimitiveType::Double)) => {
+                let magnitude = width.abs().max(f64::MIN_POSITIVE).log10().floor();
+                #[expect(clippy::cast_possible_truncation, reason = "clamped to 0..=15")]
+                let decimals = (2.0 - magnitude).clamp(0.0, 15.0) as i32;
+                let factor = 10f64.powi(decimals);
+                let v = (x * factor).round() / factor;
+                (v, Literal::Number(format!("{v}")))
+            }
+            (Axis::Numeric, DataType::Primitive(PrimitiveType::Decimal(d))) => {
+                let factor = 10f64.powi(i32::from(d.scale()));
+                let v = (x * factor).round() / factor;
+                let text = format!("{v:.prec$}", prec = usize::from(d.scale()));
+                (v, Literal::Number(text))
+            }
+            // Whole values: the rounded position is exact, so rounding it down keeps it.
+            _ => {
+                let v = x.round();
+                (v, self.literal(v, true))
+            }
+        }
+    }
+
     /// Whether positions stand for whole values (integers, dates, timestamps, ranks), so a
     /// drawn position is rounded to one.
     pub fn discrete(&self) -> bool {

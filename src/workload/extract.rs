@@ -122,7 +122,16 @@ pub fn extract(sql: &str, table: &str, columns: &[String]) -> Extraction {
                     Some(format!("does not read {name}"))
                 } else {
                     let bare = "without a predicate that can skip files";
-                    (walker.bare > 0).then(|| format!("scans {name} {bare}"))
+                    // Without the table's columns an unqualified `col` is not known to be
+                    // one of its columns: say so, the usual cause.
+                    let hint = if target.columns.is_empty() {
+                        format!(
+                            " (without the table's columns only qualified references such as {name}.col count: give the columns, `workload extract --schema TABLE`)"
+                        )
+                    } else {
+                        String::new()
+                    };
+                    (walker.bare > 0).then(|| format!("scans {name} {bare}{hint}"))
                 }
             }
         };
@@ -1274,6 +1283,15 @@ mod tests {
         assert_eq!(
             (orders.predicates.len(), orders.skipped[0].reason.as_str()),
             (0, reason)
+        );
+        // Without the columns, unqualified names are not known: the reason says so.
+        let blind = extract(q12, "lineitem", &[]);
+        assert_eq!(blind.predicates.len(), 0);
+        assert_eq!(
+            blind.skipped[0].reason,
+            "scans lineitem without a predicate that can skip files (without the table's \
+             columns only qualified references such as lineitem.col count: give the columns, \
+             `workload extract --schema TABLE`)"
         );
         let branch = |brand: &str, container: &str, qty: u32, size: u32| {
             format!(

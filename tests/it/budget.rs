@@ -410,6 +410,8 @@ fn report_decay_measures_the_layout_since_the_last_run() {
     assert_eq!(fresh["measure"], "default-predicates");
     assert_eq!(fresh["files_since"], 0);
     assert_eq!(fresh["after_run"], fresh["now"]);
+    // Measured on the predicates the run drew: what it recorded, to the byte.
+    assert_eq!(fresh["after_run"], fresh["recorded_after"], "{fresh}");
     assert_eq!(fresh["restore_bytes"], 0);
     // Another writer appends a copy of every file: scans grow, and restoring costs about
     // the appended bytes (new files join the cubes).

@@ -918,6 +918,50 @@ fn a_sigterm_right_after_the_start_exits_130_and_changes_nothing() {
     }
 }
 
+/// `--verify` says what it proved: the files written hold the rows of the files they
+/// replace (a line of text, `verified` in `--json`), and the rows are the same.
+#[test]
+fn verify_says_what_it_checked() {
+    for json in [false, true] {
+        let fixture = Fixture::copy("multipart-checkpoint");
+        let location = fixture.location();
+        let before = rows(&location);
+        let mut args = vec![
+            "optimize",
+            &location,
+            "--hilbert",
+            "id",
+            "--target-size",
+            "8KiB",
+            "--verify",
+            "--no-report",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        // Both sorted, as the reader returns them.
+        assert_eq!(rows(&location), before);
+        if json {
+            let value: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(value["verified"], Value::Bool(true), "{text}");
+            assert_eq!(value["rows"].as_u64(), Some(before.len() as u64));
+        } else {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("verified: "))
+                .unwrap_or_else(|| panic!("no verified line: {text}"));
+            assert!(
+                line.contains("hold exactly the rows of the")
+                    && line.ends_with(&format!("({} rows)", before.len())),
+                "{line}"
+            );
+        }
+    }
+}
+
 /// After a small append, `optimize --dry-run` says per partition what is new and what each
 /// cube becomes, in words and in the JSON plan; the run then rewrites only the new file.
 #[test]
@@ -1017,6 +1061,12 @@ fn usage_errors_keep_clap_suggestions() {
         &fixture,
         &["optimise", "{}"],
         &["'optimise'", "a similar subcommand exists: 'optimize'"],
+    );
+    // A count of zero says what is asked, not how Rust parses it.
+    expect_error(
+        &fixture,
+        &["history", "{}", "--limit", "0"],
+        &["--limit", "must be a whole number of at least 1"],
     );
 }
 
@@ -1276,7 +1326,7 @@ fn too_few_files_for_skipping_are_warned_with_a_target_that_works() {
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(
         text.contains("warning: 1 file (")
-            && text.contains("files per partition to skip any")
+            && text.contains("files per partition, min/max skipping has little to skip")
             && text.contains("would write about"),
         "{text}"
     );

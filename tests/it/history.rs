@@ -17,6 +17,7 @@ fn expected_run(outcome: &Value, curve: Value, columns: Value) -> Value {
         "operation": "OPTIMIZE",
         "auto": false,
         "version": outcome["version"],
+        "read_version": outcome["read_version"],
         "clustering_columns": columns,
         "curve": curve,
         "files_removed": outcome["files_removed"],
@@ -120,7 +121,12 @@ fn lists_a_compaction_and_a_zorder_run_newest_first() {
     let text = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], format!("table      {location}/"), "{text}");
-    assert!(lines[1].starts_with("version  timestamp (UTC)"), "{text}");
+    assert!(
+        lines[1].starts_with("version  read version  timestamp (UTC)"),
+        "{text}"
+    );
+    // The newest run read the version the compaction committed.
+    assert!(lines[2].starts_with("     13            12  "), "{text}");
     assert_eq!(lines.len(), 5, "{text}");
     assert!(
         lines[4].starts_with("scanned/run: before -> after")
@@ -151,6 +157,7 @@ fn shows_sparks_zorder_run() {
     assert_eq!(history.runs.len(), 1, "{history:?}");
     let run = &history.runs[0];
     assert_eq!(run.version, 2);
+    assert_eq!(run.read_version, Some(1));
     assert_eq!(run.timestamp.as_deref(), Some("2025-02-22T00:49:57.394Z"));
     assert_eq!(run.timestamp_ms, Some(1_740_185_397_394));
     assert_eq!(run.operation, "OPTIMIZE");

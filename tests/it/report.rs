@@ -753,6 +753,97 @@ fn html_page_has_ticks_axis_labels_legend_counts_and_a_tooltip_per_file() {
     );
 }
 
+/// A value tick names the value drawn where it stands: on a `decimal(4,2)` axis from 0.00
+/// to 0.10 the quarters are 0.03 at 30% and 0.08 at 80% of the axis (the values a
+/// `decimal(4,2)` holds nearest to 0.025 and 0.075), never 0.02 at 25%; and the two-column
+/// skipping of the text report is in the page, per version.
+#[test]
+fn html_ticks_stand_at_their_values_and_the_page_has_the_two_column_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("decimals");
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    let schema_string = json!({"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": true, "metadata": {}},
+        {"name": "price", "type": "decimal(4,2)", "nullable": true, "metadata": {}},
+    ]})
+    .to_string();
+    let mut lines = vec![
+        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}).to_string(),
+        json!({"metaData": {
+            "id": "00000000-0000-0000-0000-000000000004",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string,
+            "partitionColumns": [],
+            "configuration": {},
+            "createdTime": 0,
+        }})
+        .to_string(),
+    ];
+    for i in 0..5 {
+        let stats = json!({"numRecords": 100,
+            "minValues": {"id": i * 10, "price": f64::from(2 * i) / 100.0},
+            "maxValues": {"id": i * 10 + 9, "price": f64::from(2 * i + 2) / 100.0},
+            "nullCount": {"id": 0, "price": 0}});
+        lines.push(
+            json!({"add": {"path": format!("f{i}.parquet"), "partitionValues": {}, "size": 1000,
+                "modificationTime": 0, "dataChange": true, "stats": stats.to_string()}})
+            .to_string(),
+        );
+    }
+    std::fs::write(
+        root.join("_delta_log").join(format!("{:020}.json", 0)),
+        lines.join("\n"),
+    )
+    .unwrap();
+    let table = fixture::load(&root.display().to_string());
+    let options = ReportOptions {
+        columns: Some(vec!["id".into(), "price".into()]),
+        ..Default::default()
+    };
+    let report = delta_layout::report::report(&table, &options).unwrap();
+    let price = report.layouts.iter().find(|l| l.column == "price").unwrap();
+    let ticks: Vec<(f64, &str)> = price
+        .axis_ticks
+        .iter()
+        .map(|(t, label)| (*t, label.as_str()))
+        .collect();
+    let expected = [
+        (0.0, "0.00"),
+        (0.3, "0.03"),
+        (0.5, "0.05"),
+        (0.8, "0.08"),
+        (1.0, "0.10"),
+    ];
+    assert_eq!(ticks.len(), expected.len(), "{ticks:?}");
+    for ((position, label), (want_position, want_label)) in ticks.iter().zip(expected) {
+        assert_eq!(*label, want_label, "{ticks:?}");
+        assert!((position - want_position).abs() < 1e-9, "{ticks:?}");
+    }
+    let html = delta_layout::report::html::render(Some(&report), &report);
+    let figure = &html[html.find("aria-label=\"file ranges of price").unwrap()..];
+    let figure = &figure[..figure.find("</svg>").unwrap()];
+    // 48 px of margin, then 30% of the 420 px plot.
+    assert!(
+        figure.contains("x=\"174.0\" y=\"292\" font-size=\"10\" text-anchor=\"middle\">0.03<"),
+        "{figure}"
+    );
+    assert!(!figure.contains(">0.02<"), "{figure}");
+
+    assert_eq!(report.conjunctions.len(), 1);
+    let pair = &report.conjunctions[0].skipping;
+    let section = &html[html.find("<h2>Two columns together</h2>").unwrap()..];
+    let cells = format!(
+        "<tr><td>id AND price</td><td>{:.1}%</td><td>{:.1}%</td><td>{:.1}%</td><td>{:.1}%</td></tr>",
+        pair.skipped_files_fraction_avg * 100.0,
+        pair.ideal_skipped_files_fraction_avg * 100.0,
+        pair.skipped_files_fraction_avg * 100.0,
+        pair.ideal_skipped_files_fraction_avg * 100.0,
+    );
+    assert!(section.contains(&cells), "{section}");
+    // Files tiling both columns in step: a range on each skips most files.
+    assert!(pair.skipped_files_fraction_avg > 0.5, "{pair:?}");
+}
+
 /// Bounds read from delta-rs' parsed stats columns equal the bounds read from each file's
 /// stats JSON, for every column of every real table, and so do the stats coverage counts.
 #[test]
