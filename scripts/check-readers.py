@@ -3,8 +3,8 @@
 
 For each table (copies of testdata/ tables, and tables made here for the faults and
 features delta-layout handles: legacy INT96 timestamps outside the nanosecond range, empty
-and null partition values, in-commit timestamps, type widening, a checkpoint written after
-our commit), read every row with delta-rs (the `deltalake` package) and with DuckDB's Delta
+and null partition values, in-commit timestamps, type widening, materialized partition
+columns, collations, a checkpoint written after our commit), read every row with delta-rs (the `deltalake` package) and with DuckDB's Delta
 reader, run `delta-layout optimize` (a compaction, then a Hilbert clustering), and read
 again: each reader must see the same row multiset after as before. A reader that cannot
 read a table before the rewrite is skipped for it (said so in the output); one that reads
@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 import duckdb
 import pyarrow as pa
@@ -110,8 +111,10 @@ def first_columns(binary, path, n):
             if c["column"] not in partition and c["min_max_fraction"] > 0][:n]
 
 
-def check(binary, name, path, expected=None, codec="zstd:3"):
-    """Reads `path` with every reader, rewrites it twice (Parquet `codec`), reads again."""
+def check(binary, name, path, expected=None, codec="zstd:3", curve_columns=None):
+    """Reads `path` with every reader, rewrites it twice (Parquet `codec`; the second time
+    along a Hilbert curve over `curve_columns`, by default the first two with min/max
+    stats), reads again."""
     before = {}
     for reader, read in READERS.items():
         try:
@@ -119,7 +122,7 @@ def check(binary, name, path, expected=None, codec="zstd:3"):
         except Exception as e:  # a reader's own limitation, not ours
             print(f"skip  {name:40} {reader}: cannot read the table before: {str(e).splitlines()[0][:100]}")
     run(binary, "optimize", path, "--quiet", "--no-report", "--compression", codec)
-    columns = first_columns(binary, path, 2)
+    columns = curve_columns or first_columns(binary, path, 2)
     if columns:
         run(binary, "optimize", path, "--quiet", "--no-report", "--compression", codec,
             "--full", "--hilbert", ",".join(columns))
@@ -226,6 +229,20 @@ def type_widening(path):
               {"delta.enableTypeWidening": "true"}, [("old.parquet", {}), ("new.parquet", {})])
 
 
+def collations(path):
+    """A string column collated UTF8_LCASE (writer feature `collations`), in three files."""
+    os.makedirs(path)
+    adds = []
+    for i, pair in enumerate([["apple", "Banana"], ["Apple", "cherry"], ["banana", None]]):
+        pq.write_table(pa.table({"name": pa.array(pair, pa.string()), "x": pa.array([i, i + 10], pa.int64())}),
+                       os.path.join(path, f"part-{i}.parquet"))
+        adds.append((f"part-{i}.parquet", {}))
+    write_log(path, {"minReaderVersion": 1, "minWriterVersion": 7,
+                     "writerFeatures": ["collations", "domainMetadata", "appendOnly", "invariants"]},
+              [field("name", "string", {"__COLLATIONS": {"name": "spark.UTF8_LCASE"}}), field("x", "long")],
+              {}, adds)
+
+
 def checkpoint_after_commit(path):
     """Nine appends: our compaction lands on version 10 and writes the checkpoint."""
     for i in range(10):
@@ -261,6 +278,73 @@ def plain_columns(path):
     return plain
 
 
+def materialized_partitions(testdata, name, double=False):
+    """A copy of testdata table `name` with the writer feature materializePartitionColumns
+    enabled in a new commit: the files the rewrite writes hold the partition columns too.
+    With `double`, a second commit adds a copy of every live file (so that partitions of one
+    file have files to compact)."""
+    def make(path):
+        shutil.copytree(os.path.join(testdata, name), path)
+        log = os.path.join(path, "_delta_log")
+        versions = sorted(int(f[:20]) for f in os.listdir(log) if f.endswith(".json") and f[:20].isdigit())
+        protocol = None
+        for version in versions:
+            with open(os.path.join(log, f"{version:020}.json")) as f:
+                for line in f:
+                    if line.strip() and "protocol" in json.loads(line):
+                        protocol = json.loads(line)["protocol"]
+        writer = protocol.get("writerFeatures")
+        if protocol["minWriterVersion"] < 7:
+            implied = [(2, "appendOnly"), (2, "invariants"), (3, "checkConstraints"), (4, "changeDataFeed"),
+                       (4, "generatedColumns"), (5, "columnMapping"), (6, "identityColumns")]
+            writer = [f for v, f in implied if protocol["minWriterVersion"] >= v]
+        protocol = dict(protocol, minWriterVersion=7, writerFeatures=writer + ["materializePartitionColumns"])
+        with open(os.path.join(log, f"{versions[-1] + 1:020}.json"), "w") as f:
+            f.write(json.dumps({"commitInfo": {"operation": "SET TBLPROPERTIES"}}) + "\n")
+            f.write(json.dumps({"protocol": protocol}) + "\n")
+        if double:
+            live = {}
+            for version in versions:
+                with open(os.path.join(log, f"{version:020}.json")) as f:
+                    for line in f:
+                        action = json.loads(line) if line.strip() else {}
+                        if "add" in action:
+                            live[action["add"]["path"]] = action["add"]
+                        elif "remove" in action:
+                            live.pop(action["remove"]["path"], None)
+            with open(os.path.join(log, f"{versions[-1] + 2:020}.json"), "w") as f:
+                f.write(json.dumps({"commitInfo": {"operation": "WRITE"}}) + "\n")
+                for rel, add in live.items():
+                    directory, base = os.path.split(rel)
+                    copy = os.path.join(directory, "copy-" + base)
+                    shutil.copyfile(os.path.join(path, urllib.parse.unquote(rel)),
+                                    os.path.join(path, urllib.parse.unquote(copy)))
+                    f.write(json.dumps({"add": dict(add, path=copy, dataChange=True)}) + "\n")
+    return make
+
+
+def local_files(path):
+    """The live data files of the table at `path`, as local paths (delta-rs' file list)."""
+    out = set()
+    for uri in DeltaTable(path).file_uris():
+        local = uri.replace("file://", "")
+        out.add(local if os.path.exists(local) else urllib.parse.unquote(local))
+    return out
+
+
+def partition_columns_in_new_files(path, old):
+    """How many live files not in `old` there are, and whether each holds the partition
+    columns under their physical names (column mapping)."""
+    table = DeltaTable(path)
+    fields = {f.name: f for f in table.schema().fields}
+    names = []
+    for column in table.metadata().partition_columns:
+        metadata = fields[column].metadata or {}
+        names.append(str(metadata.get("delta.columnMapping.physicalName", column)).strip('"'))
+    new = local_files(path) - old
+    return len(new), all(all(n in pq.read_schema(f).names for n in names) for f in new)
+
+
 def main():
     global EXTENSION
     binary, testdata = sys.argv[1], sys.argv[2]
@@ -289,8 +373,21 @@ def main():
             ("made: empty-and-null-partitions", empty_and_null_partitions),
             ("made: in-commit-timestamps", in_commit_timestamps),
             ("made: type-widening", type_widening),
+            ("made: collations", collations),
             ("made: checkpoint-after-commit", checkpoint_after_commit),
         ]
+        # materializePartitionColumns: the rewritten files hold the partition columns too,
+        # every partition type and a null partition; read as before by both readers.
+        for name in ["partition-values-all-types", "dv-columnmapping-partitioned"]:
+            label = f"made: materialized {name}"
+            path = os.path.join(tmp, f"materialized-{name}")
+            materialized_partitions(testdata, name, double=name == "partition-values-all-types")(path)
+            old = local_files(path)
+            results += check(binary, label, path)
+            written, ok = partition_columns_in_new_files(path, old)
+            ok = ok and written > 0
+            print(f"{'ok   ' if ok else 'FAIL '} {label:40} partition columns in each of the {written} files written")
+            results.append(ok)
         for name, make in made:
             path = os.path.join(tmp, name.split(": ")[1])
             expected = make(path)
@@ -299,6 +396,9 @@ def main():
                 # nanoseconds, so before the rewrite both read wrapped values; after it they
                 # must read the true ones.
                 results += check(binary, name, path, expected=expected)
+            elif name.endswith("collations"):
+                # A collated column is no curve column: the curve is on the other one.
+                results += check(binary, name, path, curve_columns=["x"])
             else:
                 results += check(binary, name, path)
             if name.endswith("checkpoint-after-commit"):

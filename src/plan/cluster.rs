@@ -816,7 +816,17 @@ fn resolve_column(
             leaf.data_type
         )));
     }
+    if let Some(collation) = crate::table::schema::collation_of(&table.schema, &leaf.logical) {
+        return Err(unknown(collated_message(&collation)));
+    }
     Ok(leaf)
+}
+
+/// Why a string column of `collation` cannot be a curve column.
+pub(crate) fn collated_message(collation: &str) -> String {
+    format!(
+        "is a string collated {collation}: a curve orders strings by their UTF-8 bytes, which is not that collation's order, so queries comparing by the collation would gain nothing (PROTOCOL.md \"Collations Table Feature\"); cluster on another column"
+    )
 }
 
 /// Whether a curve can order a column of this type: every primitive type, binary included

@@ -262,6 +262,28 @@ fn run_bin(
 ) -> (Result<BinOutcome>, Vec<WrittenFile>) {
     progress.bin_started(bin);
     let directory = partition.directory.clone();
+    // `materializePartitionColumns`: the bin's partition values in every file it writes.
+    let constants = if table.protocol.materializes_partition_columns() {
+        let first = bin.files.first().map(|&i| &table.files[i]);
+        let values = first
+            .map(|f| f.partition_values.clone())
+            .unwrap_or_default();
+        match crate::table::schema::materialized_partition_columns(
+            &table.schema,
+            table.column_mapping,
+            &table.partition_columns,
+            &values,
+        ) {
+            Ok(constants) => constants,
+            Err(message) => {
+                let path = first.map(|f| f.path.clone()).unwrap_or_default();
+                progress.bin_finished(bin);
+                return (Err(Error::data_file(path, message)), Vec::new());
+            }
+        }
+    } else {
+        Vec::new()
+    };
     let config = |tags: BTreeMap<String, String>, writer: usize| write::WriterConfig {
         schema: context.reader.target_schema.clone(),
         directory: directory.clone(),
@@ -279,6 +301,7 @@ fn run_bin(
         upload_part_bytes: upload::UPLOAD_PART_BYTES,
         plain_columns: plan.plain_columns.clone(),
         clock: context.clock.clone(),
+        constants: constants.clone(),
     };
     let mut written = Vec::new();
     let rows = match &plan.clustering {

@@ -20,8 +20,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use deltalake::arrow::array::RecordBatch;
-use deltalake::arrow::datatypes::SchemaRef;
+use deltalake::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use deltalake::arrow::compute::take;
+use deltalake::arrow::datatypes::{FieldRef, Schema, SchemaRef};
 use deltalake::parquet::arrow::ArrowWriter;
 use deltalake::parquet::arrow::arrow_writer::{
     ArrowLeafColumn, ArrowRowGroupWriterFactory, compute_leaves,
@@ -222,6 +223,8 @@ pub(crate) struct RollingWriter {
     upload_part_bytes: usize,
     plain_columns: Vec<String>,
     clock: Arc<super::timings::Clock>,
+    /// One-row arrays appended, repeated, to every batch (see [`WriterConfig::constants`]).
+    constants: Vec<ArrayRef>,
     // state
     current: Option<OpenFile>,
     written: Vec<WrittenFile>,
@@ -306,6 +309,11 @@ pub(crate) struct WriterConfig {
     pub plain_columns: Vec<String>,
     /// Receives the encode and upload seconds ([`super::timings`]).
     pub clock: Arc<super::timings::Clock>,
+    /// Columns every written row holds the same value of, appended after `schema`'s: the
+    /// partition columns of a `materializePartitionColumns` table, each with a one-row
+    /// array of the bin's partition value ([`crate::table::schema::materialized_partition_columns`]).
+    /// Empty otherwise. They get no stats (partition values are in the `add` action).
+    pub constants: Vec<(FieldRef, ArrayRef)>,
 }
 
 /// Most rows of a row group: 2^20.
@@ -365,8 +373,23 @@ pub(crate) fn writer_properties(
 
 impl RollingWriter {
     pub(crate) fn new(config: WriterConfig) -> Self {
+        let schema = if config.constants.is_empty() {
+            config.schema
+        } else {
+            let fields: Vec<FieldRef> = config
+                .schema
+                .fields()
+                .iter()
+                .cloned()
+                .chain(config.constants.iter().map(|(field, _)| field.clone()))
+                .collect();
+            Arc::new(Schema::new_with_metadata(
+                fields,
+                config.schema.metadata().clone(),
+            ))
+        };
         Self {
-            schema: config.schema,
+            schema,
             directory: config.directory,
             bin_id: config.bin_id,
             run_id: config.run_id,
@@ -382,6 +405,11 @@ impl RollingWriter {
             upload_part_bytes: config.upload_part_bytes,
             plain_columns: config.plain_columns,
             clock: config.clock,
+            constants: config
+                .constants
+                .into_iter()
+                .map(|(_, value)| value)
+                .collect(),
             current: None,
             written: Vec::new(),
             rows: 0,
@@ -447,6 +475,13 @@ impl RollingWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        let extended;
+        let batch = if self.constants.is_empty() {
+            batch
+        } else {
+            extended = self.with_constants(batch)?;
+            &extended
+        };
         // Before anything is encoded, the Arrow bytes per row of this batch bound the slices.
         let arrow_row_bytes = if self.encoded_rows == 0 {
             arrow_bytes(batch) / batch.num_rows() as u64
@@ -462,6 +497,23 @@ impl RollingWriter {
             offset += rows;
         }
         Ok(())
+    }
+
+    /// `batch` with the constant columns appended, each its value repeated on every row.
+    fn with_constants(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let rows = u32::try_from(batch.num_rows()).map_err(|_| {
+            Error::Internal(format!("a batch of {} rows to write", batch.num_rows()))
+        })?;
+        let first = UInt32Array::from_value(0, usize::try_from(rows).unwrap_or(0));
+        let mut columns = batch.columns().to_vec();
+        for value in &self.constants {
+            columns.push(
+                take(value.as_ref(), &first, None)
+                    .map_err(|e| Error::arrow("materializing the partition columns", e))?,
+            );
+        }
+        RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|e| Error::arrow("materializing the partition columns", e))
     }
 
     /// Rows taken at a time, so that the open file is checked against the target about every
@@ -758,6 +810,7 @@ mod tests {
             upload_part_bytes: 4096,
             plain_columns: Vec::new(),
             clock: Arc::default(),
+            constants: Vec::new(),
         });
         for chunk in 0..40i64 {
             let ids: Vec<i64> = (chunk * 1000..(chunk + 1) * 1000).collect();
@@ -855,6 +908,7 @@ mod tests {
             upload_part_bytes: crate::rewrite::upload::UPLOAD_PART_BYTES,
             plain_columns: Vec::new(),
             clock: Arc::default(),
+            constants: Vec::new(),
         });
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for chunk in 0..batches {
@@ -970,6 +1024,7 @@ mod tests {
             upload_part_bytes: crate::rewrite::upload::UPLOAD_PART_BYTES,
             plain_columns: Vec::new(),
             clock: Arc::default(),
+            constants: Vec::new(),
         });
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         let mut blobs = Vec::new();

@@ -355,6 +355,11 @@ fn check_against_table(table: &TableView, options: &SweepOptions) -> Result<()> 
                             leaf.data_type
                         )));
                     }
+                    if let Some(collation) =
+                        crate::table::schema::collation_of(&table.schema, &leaf.logical)
+                    {
+                        return Err(refused(crate::plan::cluster::collated_message(&collation)));
+                    }
                 }
             }
         }

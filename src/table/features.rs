@@ -54,6 +54,20 @@ use crate::error::{Error, Result};
 ///   the protocol allows whether or not shredding is enabled; a file that stores a variant
 ///   shredded (a `typed_value` field) is refused when read, naming the file and column, so
 ///   the run fails before it commits anything (PROTOCOL.md "Variant Shredding").
+/// * `materializePartitionColumns`: every new data file also holds the partition columns,
+///   after the data columns, each the file's partition value on every row (parsed from the
+///   `add` action's `partitionValues` as PROTOCOL.md "Partition Value Serialization" says,
+///   through delta-kernel), so a Parquet or Iceberg reader that ignores the log reads them;
+///   input files that hold them are read as others, partition values from the log (RFC
+///   "Materialize Partition Columns", delta-io/delta `protocol_rfcs`).
+/// * `collations`: a writer-only feature. New files get UTF-8 binary min/max stats for every
+///   string column, collated or not, which the protocol allows ("it is allowed to provide
+///   UTF-8 binary statistics for strings when the field has a different collation"); no
+///   `statsWithCollation` is written, so an engine filtering by a collation skips none of the
+///   new files on that column until its own writer adds them; the schema's `__COLLATIONS`
+///   and the `collations` domain are left as they are. A collated column cannot be a curve
+///   column (a curve orders UTF-8 bytes, not the collation), refused by name (PROTOCOL.md
+///   "Collations Table Feature").
 /// * `rowTracking`: stable row IDs and commit versions are written into the materialized
 ///   columns of the new files, which get fresh `baseRowId`s above the high-water mark
 ///   (PROTOCOL.md "Row Tracking"; see [`super::row_tracking`]).
@@ -82,7 +96,12 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "variantType-preview",
     "variantShredding",
     "variantShredding-preview",
+    "materializePartitionColumns",
+    "collations",
 ];
+
+/// The writer feature that asks for partition columns in the data files.
+pub const MATERIALIZE_PARTITION_COLUMNS: &str = "materializePartitionColumns";
 
 const UNIFORM: &str = "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do; compact with Delta Spark's OPTIMIZE, or turn UniForm off (delta.universalFormat.enabledFormats) and drop the feature";
 const CATALOG: &str = "a catalog-managed table is committed to through its catalog, and PROTOCOL.md (Catalog-managed tables) lets no writer commit, OPTIMIZE included, without the catalog's permission; this tool does not talk to catalogs: run OPTIMIZE through the catalog's engine";
@@ -90,10 +109,6 @@ const CATALOG: &str = "a catalog-managed table is committed to through its catal
 /// Features this tool refuses, each with the reason a user can act on. Any feature in
 /// neither list is refused as unknown ([`support`]).
 pub const REFUSED_FEATURES: &[(&str, &str)] = &[
-    (
-        "collations",
-        "min/max stats of collated string columns must follow each column's collation, which this tool does not implement; compact with Delta Spark, or return the columns to UTF8_BINARY and drop the feature",
-    ),
     ("icebergCompatV1", UNIFORM),
     ("icebergCompatV2", UNIFORM),
     ("icebergWriterCompatV1", UNIFORM),
@@ -236,6 +251,17 @@ impl ProtocolInfo {
         out
     }
 
+    /// Whether new data files must hold the partition columns
+    /// ([`MATERIALIZE_PARTITION_COLUMNS`] among the writer features).
+    #[must_use]
+    pub fn materializes_partition_columns(&self) -> bool {
+        self.min_writer_version >= 7
+            && self
+                .writer_features
+                .iter()
+                .any(|f| f == MATERIALIZE_PARTITION_COLUMNS)
+    }
+
     /// Whether the table is catalog-managed (`catalogManaged` or `catalogOwned-preview`
     /// among its features): commits go through its catalog.
     #[must_use]
@@ -313,13 +339,12 @@ mod tests {
             &["variantType", "icebergCompatV2", "fancyNew", "collations"],
         );
         let unsupported = p.unsupported();
-        assert_eq!(unsupported.len(), 3, "{unsupported:?}");
-        assert!(unsupported[0].starts_with("collations (min/max stats of collated"));
-        assert!(unsupported[1].starts_with("fancyNew (unknown to delta-layout"));
-        assert!(unsupported[2].starts_with("icebergCompatV2 (UniForm"));
+        assert_eq!(unsupported.len(), 2, "{unsupported:?}");
+        assert!(unsupported[0].starts_with("fancyNew (unknown to delta-layout"));
+        assert!(unsupported[1].starts_with("icebergCompatV2 (UniForm"));
         let err = p.check_writable("t").unwrap_err().to_string();
         assert!(
-            err.contains("collations") && err.contains("Iceberg") && !err.contains("variantType"),
+            err.contains("fancyNew") && err.contains("Iceberg") && !err.contains("variantType"),
             "{err}"
         );
         assert_eq!(

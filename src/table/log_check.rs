@@ -223,6 +223,54 @@ fn check_json(path: &Path) -> Option<String> {
         .map(|e| format!("is not valid JSON: {e}"))
 }
 
+/// The columns of a schema (`schemaString` as JSON) whose type is a geospatial one,
+/// `geometry(...)` or `geography(...)` (the geospatial RFC of delta-io/delta), at any depth
+/// (struct fields, array elements, map keys and values), as (dotted path, type).
+fn geospatial_columns(data_type: &serde_json::Value, path: &str) -> Vec<(String, String)> {
+    let child = |name: &str| {
+        if path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{path}.{name}")
+        }
+    };
+    match data_type {
+        serde_json::Value::String(t) => {
+            let lower = t.to_ascii_lowercase();
+            if lower.starts_with("geometry") || lower.starts_with("geography") {
+                vec![(path.to_string(), t.clone())]
+            } else {
+                Vec::new()
+            }
+        }
+        serde_json::Value::Object(o) => {
+            let mut out = Vec::new();
+            if let Some(fields) = o.get("fields").and_then(serde_json::Value::as_array) {
+                for f in fields {
+                    let name = f
+                        .get("name")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("?");
+                    if let Some(t) = f.get("type") {
+                        out.extend(geospatial_columns(t, &child(name)));
+                    }
+                }
+            }
+            for (key, part) in [
+                ("elementType", "element"),
+                ("keyType", "key"),
+                ("valueType", "value"),
+            ] {
+                if let Some(t) = o.get(key) {
+                    out.extend(geospatial_columns(t, &child(part)));
+                }
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The partition columns of the latest `metaData` seen, with their types.
 #[derive(Default)]
 struct Partitions(Vec<(String, deltalake::kernel::DataType)>);
@@ -261,6 +309,16 @@ fn check_commit(path: &Path, partitions: &mut Partitions) -> Option<String> {
             let schema = match serde_json::from_str::<StructType>(schema) {
                 Ok(schema) => schema,
                 Err(e) => {
+                    let raw = serde_json::from_str::<serde_json::Value>(schema).ok();
+                    if let Some((column, data_type)) = raw
+                        .as_ref()
+                        .and_then(|raw| geospatial_columns(raw, "").into_iter().next())
+                    {
+                        return Some(format!(
+                            "line {} declares column '{column}' of type '{data_type}': Delta's geospatial types (geometry, geography) cannot be read by the delta-kernel this delta-layout is built with, so the table cannot be rewritten",
+                            i + 1
+                        ));
+                    }
                     return Some(format!(
                         "line {} holds a metaData whose schemaString is not a valid Delta schema: {e}",
                         i + 1

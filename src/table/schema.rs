@@ -28,7 +28,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use deltalake::arrow::datatypes::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
+use deltalake::arrow::array::ArrayRef;
+use deltalake::arrow::compute::{CastOptions, cast_with_options};
+use deltalake::arrow::datatypes::{
+    DataType as ArrowType, Field, FieldRef, Fields, Schema, TimeUnit,
+};
 use deltalake::kernel::{DataType, PrimitiveType, StructField, StructType};
 use deltalake::parquet::arrow::PARQUET_FIELD_ID_META_KEY;
 use serde::Serialize;
@@ -138,6 +142,37 @@ pub fn void_column_message(schema: &StructType, path: &[String]) -> Option<Strin
     }
 }
 
+/// The schema metadata key under which a struct field records the collations of the strings
+/// it holds (PROTOCOL.md "Collations Table Feature", "Specifying collations in the table
+/// schema").
+pub const COLLATIONS_KEY: &str = "__COLLATIONS";
+
+/// The collation of the string column at the logical `path` (struct fields, matched
+/// case-insensitively), as its identifier without version (`ICU.en_US`,
+/// `spark.UTF8_LCASE`); `None` for binary UTF-8 order, the default, also when the metadata
+/// names `UTF8_BINARY` (PROTOCOL.md "Collations Table Feature": the collation sits in the
+/// `__COLLATIONS` metadata of the nearest enclosing struct field, keyed by the field's name).
+#[must_use]
+pub fn collation_of(schema: &StructType, path: &[String]) -> Option<String> {
+    let (first, rest) = path.split_first()?;
+    let field = schema
+        .fields()
+        .find(|f| f.name().eq_ignore_ascii_case(first))?;
+    match field.data_type() {
+        DataType::Struct(inner) if !rest.is_empty() => collation_of(inner, rest),
+        DataType::Primitive(PrimitiveType::String) if rest.is_empty() => {
+            let value = match field.metadata().get(COLLATIONS_KEY)? {
+                deltalake::kernel::MetadataValue::Other(serde_json::Value::Object(map)) => {
+                    map.get(field.name())?.as_str()?.to_string()
+                }
+                _ => return None,
+            };
+            (!value.ends_with("UTF8_BINARY")).then_some(value)
+        }
+        _ => None,
+    }
+}
+
 /// The first `void` column of `schema` that no data file can carry, as its dotted logical path
 /// with the reason: one inside an array or map (Delta writers drop void fields only through
 /// structs, as delta-kernel's `void_utils` does), or a struct with no field that is not void (it
@@ -232,6 +267,65 @@ pub fn physical_arrow_schema(
         .map(|f| physical_field(f, mode))
         .collect::<Result<Vec<_>>>()?;
     Ok(Schema::new(fields))
+}
+
+/// The partition columns as a new data file of a `materializePartitionColumns` table holds
+/// them (RFC "Materialize Partition Columns", delta-io/delta `protocol_rfcs`: after the data
+/// columns): per column of `partition_columns`, in that order, its physical field (physical
+/// name, Parquet field id under column mapping `id`, nullable) and a one-row array of its
+/// value. `values` are the `add` action's strings parallel to `partition_columns` (`None`
+/// and `""` are null), parsed by delta-kernel as PROTOCOL.md "Partition Value
+/// Serialization" says.
+///
+/// # Errors
+/// A message naming the column and the value that is not of the column's type (or a
+/// partition column missing from the schema or not of a primitive type), for the caller to
+/// name the file it came from.
+pub(crate) fn materialized_partition_columns(
+    schema: &StructType,
+    mode: ColumnMappingMode,
+    partition_columns: &[String],
+    values: &[Option<String>],
+) -> std::result::Result<Vec<(FieldRef, ArrayRef)>, String> {
+    partition_columns
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let field = schema
+                .field(name)
+                .ok_or_else(|| format!("partition column '{name}' is not in the table's schema"))?;
+            let DataType::Primitive(primitive) = field.data_type() else {
+                return Err(format!(
+                    "partition column '{name}' is of a type partition values cannot hold"
+                ));
+            };
+            let physical = physical_field(field, mode)
+                .map_err(|e| e.to_string())?
+                .with_nullable(true);
+            let raw = values.get(i).cloned().flatten().unwrap_or_default();
+            let not_valid = |e: &dyn std::fmt::Display| {
+                format!(
+                    "has partition value '{raw}' for column '{name}', which is not a valid {}: {e}",
+                    field.data_type()
+                )
+            };
+            let value = primitive
+                .parse_scalar(&raw)
+                .and_then(|scalar| scalar.to_array(1))
+                .map_err(|e| not_valid(&e))?;
+            let value = if value.data_type() == physical.data_type() {
+                value
+            } else {
+                let options = CastOptions {
+                    safe: false,
+                    ..CastOptions::default()
+                };
+                cast_with_options(&value, physical.data_type(), &options)
+                    .map_err(|e| not_valid(&e))?
+            };
+            Ok((Arc::new(physical), value))
+        })
+        .collect()
 }
 
 fn physical_field(field: &StructField, mode: ColumnMappingMode) -> Result<Field> {

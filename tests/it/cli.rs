@@ -207,15 +207,19 @@ fn refused_feature_exits_2_naming_it() {
         &[
             serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
             "readerFeatures": [],
-            "writerFeatures": ["appendOnly", "invariants", "collations"]}}),
+            "writerFeatures": ["appendOnly", "invariants", "icebergCompatV2"]}}),
         ],
     );
     expect_error(
         &fixture,
         &["optimize", "{}"],
-        &["collations", "the table was not changed"],
+        &["icebergCompatV2", "the table was not changed"],
     );
-    expect_error(&fixture, &["optimize", "{}", "--dry-run"], &["collations"]);
+    expect_error(
+        &fixture,
+        &["optimize", "{}", "--dry-run"],
+        &["icebergCompatV2"],
+    );
 }
 
 #[test]
@@ -279,6 +283,8 @@ fn every_feature_is_supported_or_refused_with_a_reason() {
         ("variantType-preview", true),
         ("variantShredding", true),
         ("variantShredding-preview", true),
+        ("materializePartitionColumns", false),
+        ("collations", false),
     ];
     for (feature, in_reader) in supported {
         let fixture = Fixture::copy("basic-with-checkpoint");
@@ -306,7 +312,7 @@ fn every_feature_is_supported_or_refused_with_a_reason() {
         );
         assert_eq!(rows(&location), before, "{feature}");
     }
-    let writer_only = ["icebergCompatV2", "collations", "someFeatureFromTheFuture"];
+    let writer_only = ["icebergCompatV2", "someFeatureFromTheFuture"];
     for feature in writer_only {
         let fixture = Fixture::copy("basic-with-checkpoint");
         let reader: Vec<&str> = vec![];

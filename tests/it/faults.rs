@@ -1181,6 +1181,35 @@ fn damaged_log_files_are_named() {
         &["optimize", "{}"],
         &["_delta_log/00000000000000000000.json", "schemaString"],
     );
+    // A geospatial column (Delta 4's geometry and geography types, nested here), which the
+    // kernel cannot parse: named, with its type, by `inspect` and `optimize` alike.
+    for command in ["inspect", "optimize"] {
+        let fixture = Fixture::copy("partitioned-string-null");
+        let mut actions = fixture.commit(0);
+        for action in &mut actions {
+            if let Some(meta) = action.get_mut("metaData") {
+                let mut schema: Value =
+                    serde_json::from_str(meta["schemaString"].as_str().unwrap()).unwrap();
+                schema["fields"].as_array_mut().unwrap().push(json!({
+                    "name": "place", "nullable": true, "metadata": {},
+                    "type": {"type": "struct", "fields": [{"name": "area", "nullable": true,
+                        "metadata": {}, "type": "geography(OGC:CRS84, spherical)"}]}
+                }));
+                meta["schemaString"] = json!(schema.to_string());
+            }
+        }
+        fixture.write_commit(0, &actions);
+        expect_error(
+            &fixture,
+            &[command, "{}"],
+            &[
+                "_delta_log/00000000000000000000.json",
+                "column 'place.area' of type 'geography(OGC:CRS84, spherical)'",
+                "geospatial types",
+                "cannot be rewritten",
+            ],
+        );
+    }
     // A corrupt checkpoint.
     let fixture = Fixture::copy("basic-with-checkpoint");
     let checkpoint = std::fs::read_dir(fixture.path.join("_delta_log"))

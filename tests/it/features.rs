@@ -367,3 +367,275 @@ fn void_columns_are_carried_as_delta_writers_carry_them() {
         &["'arr'", "void", "array or map"],
     );
 }
+
+/// `materializePartitionColumns` (RFC "Materialize Partition Columns"): every file a run
+/// writes holds the partition columns after the data columns, under their physical names,
+/// each row the file's partition value: the `add` action's string read by arrow-cast (a
+/// parser other than the kernel's the writer uses), null for a null value. Every type a
+/// partition column can have, a null partition, column mapping with deletion vectors; a
+/// second run reads files that hold the columns; the rows stay the same.
+#[test]
+fn materialized_partition_columns_are_written_into_every_new_file() {
+    use deltalake::arrow::array::{Array, StringArray, UInt32Array};
+    use deltalake::arrow::compute::{CastOptions, cast_with_options, take};
+    for name in ["partition-values-all-types", "dv-columnmapping-partitioned"] {
+        let fixture = Fixture::copy(name);
+        let location = fixture.location();
+        let table = load(&location);
+        // The feature enabled: writer version 7 with every feature in effect listed.
+        let mut writer_features: Vec<String> = if table.protocol.min_writer_version >= 7 {
+            table.protocol.writer_features.clone()
+        } else {
+            table
+                .protocol
+                .effective_features()
+                .into_iter()
+                .filter(|f| f != "columnMapping" || table.protocol.min_writer_version >= 5)
+                .collect()
+        };
+        writer_features.push("materializePartitionColumns".into());
+        let mut protocol = json!({
+            "minReaderVersion": table.protocol.min_reader_version,
+            "minWriterVersion": 7,
+            "writerFeatures": writer_features,
+        });
+        if table.protocol.min_reader_version >= 3 {
+            protocol["readerFeatures"] = json!(table.protocol.reader_features);
+        }
+        fixture.write_commit(fixture.next_version(), &[json!({"protocol": protocol})]);
+        assert!(load(&location).protocol.materializes_partition_columns());
+        fixture.double_files();
+        let before = rows(&location);
+
+        // Physical names and Delta types of the partition columns, from the schema.
+        let metadata = fixture
+            .commit(0)
+            .into_iter()
+            .find_map(|a| a.get("metaData").cloned())
+            .unwrap();
+        let schema: Value =
+            serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
+        let partition_columns: Vec<String> =
+            serde_json::from_value(metadata["partitionColumns"].clone()).unwrap();
+        let physical: Vec<String> = partition_columns
+            .iter()
+            .map(|c| {
+                let field = schema["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["name"] == c.as_str())
+                    .unwrap();
+                field["metadata"]["delta.columnMapping.physicalName"]
+                    .as_str()
+                    .unwrap_or(c)
+                    .to_string()
+            })
+            .collect();
+
+        let mut checked_files = 0;
+        for round in 0..2 {
+            let options = if round == 0 {
+                OptimizeOptions::default()
+            } else {
+                // A curve over a data column rewrites the files the first run wrote.
+                let data_column = if name == "partition-values-all-types" {
+                    "value"
+                } else {
+                    "col1"
+                }
+                .to_string();
+                OptimizeOptions::default().with_plan(
+                    PlanOptions::default()
+                        .with_rewrite_all(true)
+                        .with_clustering(Some(ClusterRequest::new(
+                            delta_layout::curve::Curve::ZOrder,
+                            vec![data_column],
+                        ))),
+                )
+            };
+            let outcome = optimize(&location, &options).unwrap();
+            let version = outcome.version.expect("a rewrite");
+            assert_eq!(rows(&location), before, "{name}, run {round}");
+            for action in fixture.commit(version) {
+                let Some(add) = action.get("add") else {
+                    continue;
+                };
+                let path = add["path"].as_str().unwrap();
+                let decoded = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+                let bytes = std::fs::read(fixture.path.join(decoded.as_ref())).unwrap();
+                let batches: Vec<_> =
+                    deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                        bytes::Bytes::from(bytes),
+                    )
+                    .unwrap()
+                    .build()
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+                let file_schema = batches[0].schema();
+                let names: Vec<&str> = file_schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
+                // After the data columns, in the table's order.
+                assert_eq!(
+                    names[names.len() - physical.len()..],
+                    physical.iter().map(String::as_str).collect::<Vec<_>>()[..],
+                    "{name}: {path}"
+                );
+                for (column, physical_name) in partition_columns.iter().zip(&physical) {
+                    // Keyed by the physical name under column mapping.
+                    let values = &add["partitionValues"];
+                    let raw = values
+                        .get(physical_name.as_str())
+                        .or_else(|| values.get(column.as_str()))
+                        .and_then(Value::as_str)
+                        .filter(|v| !v.is_empty());
+                    for batch in &batches {
+                        let written = batch.column_by_name(physical_name).unwrap();
+                        let text: Arc<dyn Array> = Arc::new(StringArray::from(vec![raw]));
+                        let options = CastOptions {
+                            safe: false,
+                            ..CastOptions::default()
+                        };
+                        let value =
+                            cast_with_options(&text, written.data_type(), &options).unwrap();
+                        let repeated = take(
+                            value.as_ref(),
+                            &UInt32Array::from_value(0, batch.num_rows()),
+                            None,
+                        )
+                        .unwrap();
+                        assert_eq!(
+                            written.as_ref(),
+                            repeated.as_ref(),
+                            "{name}: {path}, column {column} = {raw:?}"
+                        );
+                    }
+                }
+                checked_files += 1;
+            }
+        }
+        assert!(checked_files >= 2, "{name}: {checked_files} files");
+    }
+}
+
+/// `collations` (a writer-only feature): a rewrite keeps the rows and the schema, writes UTF-8
+/// binary min/max for the collated column (which PROTOCOL.md allows) and no
+/// `statsWithCollation`, reads input stats that hold them, and refuses to cluster on the
+/// collated column, naming it and its collation, with the table untouched.
+#[test]
+fn collated_tables_are_rewritten_with_binary_stats_and_not_clustered_on_the_collation() {
+    use deltalake::arrow::array::StringArray;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("collated");
+    let names = [
+        ["apple", "Banana"],
+        ["Apple", "cherry"],
+        ["banana", "Cherry"],
+    ];
+    let files = names
+        .iter()
+        .zip(0i64..)
+        .map(|(pair, i)| {
+            RawFile::plain(
+                &format!("part-{i}.parquet"),
+                parquet(vec![
+                    (
+                        "name",
+                        Arc::new(StringArray::from(pair.to_vec())) as ArrayRef,
+                    ),
+                    ("x", Arc::new(Int64Array::from(vec![i, 10 + i])) as ArrayRef),
+                ]),
+            )
+        })
+        .collect();
+    raw_table(
+        &root,
+        json!({"minReaderVersion": 1, "minWriterVersion": 7,
+            "writerFeatures": ["collations", "domainMetadata", "appendOnly", "invariants"]}),
+        json!([
+            {"name": "name", "type": "string", "nullable": true,
+             "metadata": {"__COLLATIONS": {"name": "spark.UTF8_LCASE"}}},
+            {"name": "x", "type": "long", "nullable": true, "metadata": {}},
+        ]),
+        &[],
+        json!({}),
+        vec![json!({"domainMetadata": {"domain": "delta.collations",
+            "configuration": "{\"writeVersions\":{\"spark.UTF8_LCASE\":[\"75.1\"]}}",
+            "removed": false}})],
+        files,
+    );
+    // Input stats as Spark writes them: binary min/max and the collation's.
+    let fixture = Fixture::at(&root);
+    let mut actions = fixture.commit(0);
+    let mut i = 0;
+    for action in &mut actions {
+        if let Some(add) = action.get_mut("add") {
+            let pair = names[i];
+            let (lo, hi) = if pair[0] < pair[1] {
+                (pair[0], pair[1])
+            } else {
+                (pair[1], pair[0])
+            };
+            add["stats"] = json!(
+                json!({"numRecords": 2,
+                "minValues": {"name": lo, "x": i}, "maxValues": {"name": hi, "x": 10 + i},
+                "nullCount": {"name": 0, "x": 0},
+                "statsWithCollation": {"spark.UTF8_LCASE.75.1": {
+                    "minValues": {"name": lo.to_lowercase()},
+                    "maxValues": {"name": hi.to_lowercase()}}}})
+                .to_string()
+            );
+            i += 1;
+        }
+    }
+    fixture.write_commit(0, &actions);
+    let location = fixture.location();
+    let before = rows(&location);
+
+    // inspect calls it supported; a curve on the collated column is refused by name.
+    let output = crate::cli::run(&["inspect", &location, "--json"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["feature_support"]["collations"], "supported");
+    crate::cli::expect_error(
+        &fixture,
+        &["optimize", "{}", "--zorder", "name,x"],
+        &[
+            "--zorder",
+            "'name'",
+            "is a string collated spark.UTF8_LCASE",
+            "cluster on another column",
+        ],
+    );
+
+    // A curve on the other column: rows, schema and domain kept; binary stats.
+    let options =
+        OptimizeOptions::default().with_plan(PlanOptions::default().with_clustering(Some(
+            ClusterRequest::new(delta_layout::curve::Curve::ZOrder, vec!["x".into()]),
+        )));
+    let outcome = optimize(&location, &options).unwrap();
+    let commit = fixture.commit(outcome.version.unwrap());
+    assert_eq!(rows(&location), before);
+    assert!(
+        commit
+            .iter()
+            .all(|a| a.get("metaData").is_none() && a.get("domainMetadata").is_none())
+    );
+    let adds: Vec<Value> = commit
+        .iter()
+        .filter_map(|a| a.get("add"))
+        .map(|a| serde_json::from_str(a["stats"].as_str().unwrap()).unwrap())
+        .collect();
+    assert!(!adds.is_empty());
+    let mut lows = Vec::new();
+    for stats in &adds {
+        assert!(stats.get("statsWithCollation").is_none(), "{stats}");
+        lows.push(stats["minValues"]["name"].as_str().unwrap().to_string());
+    }
+    // UTF-8 binary order: upper case before lower case.
+    lows.sort();
+    assert_eq!(lows[0], "Apple", "{adds:?}");
+}
