@@ -294,7 +294,9 @@ def interrupt_when_writing():
 threading.Thread(target=interrupt_when_writing, daemon=True).start()
 outcome = "returned"
 try:
-    dl.optimize(table, zorder="id,x", target_size="64KiB")
+    # One partition at a time: when the first file appears, most partitions are still to go,
+    # so the signal lands while the run writes, however late a loaded machine delivers it.
+    dl.optimize(table, zorder="id,x", target_size="64KiB", threads=1)
 except KeyboardInterrupt:
     outcome = "KeyboardInterrupt"
 except dl.DeltaLayoutError as e:
@@ -312,7 +314,9 @@ def check_ctrl_c(work):
         n = 100_000
         ids = pa.array([(v * 2654435761) % 1_000_003 for v in range(i * n, (i + 1) * n)], pa.int64())
         write_deltalake(big, pa.table({"id": ids, "x": pa.array([v % 977 for v in range(n)], pa.int64()),
-                                       "s": pa.array([f"row {v}" for v in range(n)])}), mode="append")
+                                       "s": pa.array([f"row {v}" for v in range(n)]),
+                                       "p": pa.array([i] * n, pa.int64())}),
+                        mode="append", partition_by=["p"])
     before, version = rows(big), DeltaTable(big).version()
     out = subprocess.run([sys.executable, "-c", CTRL_C_CHILD, big], capture_output=True, text=True,
                          timeout=600)
