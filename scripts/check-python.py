@@ -280,6 +280,9 @@ def check_commands(binary, work, source):
 CTRL_C_CHILD = r"""
 import json, os, pathlib, signal, sys, threading, time
 import delta_layout as dl
+# Python's own KeyboardInterrupt handler, also where this process was started with SIGINT
+# ignored (a shell's `cmd &` ignores it in what it starts, and Python then installs none).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 table = sys.argv[1]
 def files():
     return {str(p) for p in pathlib.Path(table).rglob("*.parquet")}
