@@ -201,14 +201,15 @@ impl Reservoir {
     pub fn finish(self, bits: u32) -> (ColumnBuckets, Vec<Option<OwnedRow>>) {
         let bits = bits.clamp(1, super::MAX_BITS_PER_DIMENSION);
         let value_buckets = (1usize << bits) - 1;
-        let mut sorted: Vec<OwnedRow> = self.values.iter().flatten().cloned().collect();
+        // The values are sorted and counted by reference; only the cuts are copied.
+        let mut sorted: Vec<&OwnedRow> = self.values.iter().flatten().collect();
         sorted.sort_unstable();
         let n = sorted.len();
-        let mut distinct: Vec<(OwnedRow, usize, usize)> = Vec::new(); // value, first rank, rows
-        for (rank, value) in sorted.iter().enumerate() {
+        let mut distinct: Vec<(&OwnedRow, usize, usize)> = Vec::new(); // value, first rank, rows
+        for (rank, &value) in sorted.iter().enumerate() {
             match distinct.last_mut() {
-                Some((last, _, rows)) if *last == *value => *rows += 1,
-                _ => distinct.push((value.clone(), rank, 1)),
+                Some((last, _, rows)) if **last == *value => *rows += 1,
+                _ => distinct.push((value, rank, 1)),
             }
         }
         let vb = u32::try_from(value_buckets).unwrap_or(u32::MAX);
@@ -227,7 +228,11 @@ impl Reservoir {
                 numbers.push(target.max(floor).min(ceiling));
             }
             let below = numbers.first().copied().unwrap_or(1);
-            let cuts = distinct.iter().skip(1).map(|(v, _, _)| v.clone()).collect();
+            let cuts = distinct
+                .iter()
+                .skip(1)
+                .map(|(v, _, _)| (*v).clone())
+                .collect();
             (below, cuts, numbers.into_iter().skip(1).collect())
         } else {
             // Quantiles by row: cut i starts bucket i + 1; among equal cuts the last one wins
@@ -235,12 +240,12 @@ impl Reservoir {
             let mut cuts: Vec<OwnedRow> = Vec::new();
             let mut numbers: Vec<u32> = Vec::new();
             for i in 1..value_buckets {
-                let cut = sorted[i * n / value_buckets].clone();
+                let cut = sorted[i * n / value_buckets];
                 let number = u32::try_from(i + 1).unwrap_or(vb);
-                if cuts.last() == Some(&cut) {
+                if cuts.last() == Some(cut) {
                     *numbers.last_mut().expect("parallel to cuts") = number;
                 } else {
-                    cuts.push(cut);
+                    cuts.push(cut.clone());
                     numbers.push(number);
                 }
             }

@@ -40,8 +40,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use deltalake::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use deltalake::arrow::compute::{
-    LexicographicalComparator, SortColumn, SortOptions, concat, filter_record_batch,
-    interleave_record_batch, take_record_batch,
+    LexicographicalComparator, SortColumn, SortOptions, concat, concat_batches,
+    filter_record_batch, interleave_record_batch, take_record_batch,
 };
 use rayon::prelude::*;
 
@@ -358,8 +358,7 @@ impl RangeRun<'_> {
         totals: RowTotals,
     ) -> Result<Vec<RangeRows>> {
         let (buckets, boundaries) = (router.buckets, router.boundaries);
-        let piece_rows = PIECE_BYTES
-            .min(self.context.memory_limit_bytes / PIECES_PER_BUDGET)
+        let piece_rows = piece_bytes(self.context.memory_limit_bytes)
             .saturating_mul(totals.rows)
             .checked_div(totals.arrow_bytes)
             .unwrap_or(u64::MAX)
@@ -596,7 +595,9 @@ impl RangeRun<'_> {
         };
         let result = match range {
             RangeRows::Pieces(batches, pieces) => {
-                write_pieces(&mut out, &batches, pieces, layout.clustering)
+                let joined_limit = piece_bytes(self.context.memory_limit_bytes)
+                    .saturating_mul(JOINED_PIECE_FACTOR);
+                write_pieces(&mut out, &batches, pieces, layout.clustering, joined_limit)
             }
             RangeRows::Spilled(files) => files.into_iter().try_for_each(|file| {
                 file.read()
@@ -766,21 +767,29 @@ impl Sampler {
         sizes: &RangeSizes,
     ) -> Result<(Vec<ColumnBuckets>, Vec<u64>, Vec<u64>)> {
         let bits = layout.bits();
-        let (buckets, samples): (Vec<ColumnBuckets>, Vec<_>) =
-            self.reservoirs.into_iter().map(|r| r.finish(bits)).unzip();
+        // Columns, then sampled rows, in parallel: this step runs between reading and
+        // routing, with nothing else to keep the cores busy.
+        let (buckets, samples): (Vec<ColumnBuckets>, Vec<_>) = self
+            .reservoirs
+            .into_par_iter()
+            .map(|r| r.finish(bits))
+            .unzip();
         let leaves: Option<Vec<u32>> = self.leaves.map(Reservoir::into_u32).transpose()?;
         let sample_rows = samples.first().map_or(0, Vec::len);
-        let mut coords = vec![0u32; buckets.len()];
         let mut sample_keys: Vec<u64> = (0..sample_rows)
-            .map(|i| {
-                for ((c, b), s) in coords.iter_mut().zip(&buckets).zip(&samples) {
-                    *c = b.bucket_of(s[i].as_ref());
-                }
-                let leaf = leaves.as_ref().and_then(|l| l.get(i)).copied().unwrap_or(0);
-                layout.key(&coords, leaf)
-            })
+            .into_par_iter()
+            .map_init(
+                || vec![0u32; buckets.len()],
+                |coords, i| {
+                    for ((c, b), s) in coords.iter_mut().zip(&buckets).zip(&samples) {
+                        *c = b.bucket_of(s[i].as_ref());
+                    }
+                    let leaf = leaves.as_ref().and_then(|l| l.get(i)).copied().unwrap_or(0);
+                    layout.key(coords, leaf)
+                },
+            )
             .collect();
-        sample_keys.sort_unstable();
+        sample_keys.par_sort_unstable();
         let boundaries = layout.boundaries(&sample_keys, sizes);
         Ok((buckets, boundaries, sample_keys))
     }
@@ -1016,8 +1025,23 @@ fn write_piece(
 /// the time goes").
 pub const PIECE_BYTES: u64 = 16 << 20;
 
-/// A piece is at most this share of the memory budget (`--memory-limit`).
+/// A piece is at most this share of the memory budget (`--memory-limit`). A thread gathering
+/// a piece holds it twice (joined, and gathered in sorted order: [`JOINED_PIECE_FACTOR`]),
+/// and the window of pieces gathered before holds it once more while it is written: three
+/// pieces a thread, under half the budget (what an in-memory run leaves to gathering and
+/// encoding) up to 42 threads.
 pub const PIECES_PER_BUDGET: u64 = 256;
+
+/// A piece of more Arrow memory than this many times its size ([`piece_bytes`]: rows of one
+/// key, which no cut can split) is gathered from its source slices instead of joined into
+/// one batch first, so that it is not held twice.
+pub const JOINED_PIECE_FACTOR: u64 = 4;
+
+/// Arrow memory of a piece of an in-memory range under a budget of `memory_limit_bytes`,
+/// bytes: [`PIECE_BYTES`], at most 1/[`PIECES_PER_BUDGET`] of the budget.
+fn piece_bytes(memory_limit_bytes: u64) -> u64 {
+    PIECE_BYTES.min(memory_limit_bytes / PIECES_PER_BUDGET)
+}
 
 /// One in-memory batch with its rows grouped by piece: the rows of piece `p` are rows
 /// `starts[p]..starts[p + 1]`, in the order they had in the batch read, with their curve
@@ -1074,7 +1098,8 @@ impl PieceBatch {
 
 /// Writes the pieces `pieces` of an in-memory range (its rows in `batches`), in key order:
 /// a window of pieces (one per thread) is sorted and gathered in parallel, each on its own
-/// ([`sorted_piece`]), then written in order. The rows handed to `out` are those
+/// ([`sorted_piece`]; a piece past `joined_limit` bytes of Arrow memory from its slices),
+/// then written in order while the next window is gathered. The rows handed to `out` are those
 /// [`write_sorted`] would hand it for the whole range: pieces are key intervals, and a
 /// piece's rows keep their routing order among equal keys.
 fn write_pieces(
@@ -1082,28 +1107,49 @@ fn write_pieces(
     batches: &[PieceBatch],
     pieces: std::ops::Range<usize>,
     clustering: &Clustering,
+    joined_limit: u64,
 ) -> Result<()> {
     let pieces: Vec<usize> = pieces.collect();
     let (cancel, clock) = (out.cancel, out.clock);
+    let gather = |window: &[usize]| {
+        window
+            .par_iter()
+            .map(|&piece| sorted_piece(batches, piece, clustering, joined_limit, cancel, clock))
+            .collect::<Result<Vec<_>>>()
+    };
+    // The next window is sorted and gathered while the last one is encoded and written, so
+    // the cores a writer leaves idle (a row group's widest column encodes last) gather.
+    let mut ready: Vec<Vec<RecordBatch>> = Vec::new();
     for window in pieces.chunks(rayon::current_num_threads().max(1)) {
         out.check_cancel()?;
-        let gathered = window
-            .par_iter()
-            .map(|&piece| sorted_piece(batches, piece, clustering, cancel, clock))
-            .collect::<Result<Vec<_>>>()?;
-        for batch in gathered.into_iter().flatten() {
-            out.push(batch)?;
-        }
+        let written = std::mem::take(&mut ready);
+        let (gathered, pushed) = rayon::join(
+            || gather(window),
+            || {
+                written
+                    .into_iter()
+                    .flatten()
+                    .try_for_each(|batch| out.push(batch))
+            },
+        );
+        pushed?;
+        ready = gathered?;
     }
-    Ok(())
+    ready
+        .into_iter()
+        .flatten()
+        .try_for_each(|batch| out.push(batch))
 }
 
 /// The rows of piece `piece` of `batches`, sorted by key, stably, runs of equal keys ordered
-/// by the clustering columns' values ([`TieBreak`]), gathered in chunks of [`GATHER_ROWS`].
+/// by the clustering columns' values ([`TieBreak`]), gathered in chunks of [`GATHER_ROWS`]:
+/// from the piece joined into one batch, or, past `joined_limit` bytes of Arrow memory,
+/// from its slices.
 fn sorted_piece(
     batches: &[PieceBatch],
     piece: usize,
     clustering: &Clustering,
+    joined_limit: u64,
     cancel: &AtomicBool,
     clock: &Clock,
 ) -> Result<Vec<RecordBatch>> {
@@ -1140,18 +1186,47 @@ fn sorted_piece(
     )?;
     let (wall, cpu) = watch.elapsed();
     clock.add(Stage::Sort, wall, cpu);
-    let sources: Vec<&RecordBatch> = sources.iter().collect();
     clock.time(Stage::Gather, || {
+        let piece_bytes: u64 = sources.iter().map(super::write::arrow_bytes).sum();
+        if piece_bytes > joined_limit {
+            // A piece far past its size (rows of one heavy key cannot be cut): gathered
+            // from its slices, so it is never held twice.
+            let sources: Vec<&RecordBatch> = sources.iter().collect();
+            return rows
+                .chunks(GATHER_ROWS)
+                .map(|chunk| {
+                    if cancel.load(Ordering::Relaxed) {
+                        return Err(Error::Cancelled);
+                    }
+                    let indices: Vec<(usize, usize)> = chunk
+                        .iter()
+                        .map(|&(_, b, r)| (b as usize, r as usize))
+                        .collect();
+                    interleave_record_batch(&sources, &indices)
+                        .map_err(|e| Error::arrow("gathering a range", e))
+                })
+                .collect();
+        }
+        // The piece's rows in one batch (a sequential copy of the piece's bytes), then
+        // gathered by position: `take` over one batch reads each value through one offset,
+        // where `interleave` over the piece's hundreds of source slices pays per slice and
+        // per value (half the gather's CPU on TPC-H lineitem, BENCHMARKS.md).
+        let schema = sources[0].schema();
+        let joined =
+            concat_batches(&schema, &sources).map_err(|e| Error::arrow("gathering a range", e))?;
+        drop(sources);
         rows.chunks(GATHER_ROWS)
             .map(|chunk| {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(Error::Cancelled);
                 }
-                let indices: Vec<(usize, usize)> = chunk
+                let indices: UInt32Array = chunk
                     .iter()
-                    .map(|&(_, b, r)| (b as usize, r as usize))
+                    .map(|&(_, b, r)| {
+                        u32::try_from(ties.offsets[b as usize] + r as usize).unwrap_or(u32::MAX)
+                    })
                     .collect();
-                interleave_record_batch(&sources, &indices)
+                take_record_batch(&joined, &indices)
                     .map_err(|e| Error::arrow("gathering a range", e))
             })
             .collect()

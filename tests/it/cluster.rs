@@ -610,6 +610,86 @@ fn out_of_core_clustering_writes_the_same_files() {
     );
 }
 
+/// A piece that no cut can split (nine rows in ten share one value of the clustering
+/// column) and that passes the size a piece is joined at is gathered from its slices; the
+/// same rows in pieces small enough to join are gathered from one joined batch. Both write
+/// exactly the files of each other, row for row, in order, with every row kept.
+#[test]
+fn a_piece_of_one_heavy_key_is_gathered_from_its_slices_to_the_same_files() {
+    let mut rng = StdRng::seed_from_u64(40);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, true),
+        Field::new("b", DataType::Float64, true),
+        Field::new("c", DataType::Utf8, true),
+    ]));
+    let files: Vec<Vec<RecordBatch>> = (0..8)
+        .map(|_| {
+            (0..2)
+                .map(|_| {
+                    let n = 4_000;
+                    let a: Vec<Option<i64>> = (0..n)
+                        .map(|_| {
+                            if rng.random_bool(0.9) {
+                                Some(7)
+                            } else {
+                                rng.random_bool(0.95).then(|| rng.random_range(0..1_000))
+                            }
+                        })
+                        .collect();
+                    let b: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    let c: Vec<Option<String>> = (0..n)
+                        .map(|i| {
+                            rng.random_bool(0.9)
+                                .then(|| format!("value-{i}-{}", rng.random_range(0..500)))
+                        })
+                        .collect();
+                    RecordBatch::try_new(
+                        schema.clone(),
+                        vec![
+                            Arc::new(Int64Array::from(a)),
+                            Arc::new(Float64Array::from(b)),
+                            Arc::new(StringArray::from(c)),
+                        ],
+                    )
+                    .unwrap()
+                })
+                .collect()
+        })
+        .collect();
+    let in_memory_bytes: u64 = files
+        .iter()
+        .flatten()
+        .map(|b| b.get_array_memory_size() as u64)
+        .sum();
+    let dir = tempfile::tempdir().unwrap();
+    let source = synthetic_table(dir.path(), "source", &files);
+    let total = load(&source.display().to_string()).totals().bytes;
+    let mut written = Vec::new();
+    // Unbounded, a piece is up to 16 MiB and joined up to 64 MiB: the whole table is less.
+    // At 4 times the rows' memory a piece is 1/64 of the rows and one is joined up to 1/16 of
+    // them: the heavy value's piece (nine tenths of the rows) is gathered from its slices.
+    for (name, limit) in [("joined", None), ("from slices", Some(in_memory_bytes * 4))] {
+        let copy = dir.path().join(name);
+        copy_table(&source, &copy);
+        let location = copy.display().to_string();
+        let before = rows(&location);
+        let options = clustering(Curve::ZOrder, &["a"], Some(total / 4)).with_memory_limit(limit);
+        let outcome = optimize(&location, &options).unwrap();
+        assert_eq!(outcome.bins_spilled, 0, "{name}");
+        assert!(
+            outcome.files_added >= 2,
+            "{name}: {} files",
+            outcome.files_added
+        );
+        assert_eq!(rows(&location), before, "{name}");
+        written.push(ordered_files(&location));
+    }
+    assert_eq!(
+        written[0], written[1],
+        "a piece gathered from its slices wrote other files"
+    );
+}
+
 /// Cubes, size-tiered: after a small append a re-run clusters only the new files (a new
 /// cube) and keeps the larger cube; the next append merges the small cube (no larger than the
 /// new files) but still keeps the large one; an append as large as the table merges
