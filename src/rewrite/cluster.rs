@@ -358,7 +358,8 @@ impl RangeRun<'_> {
         totals: RowTotals,
     ) -> Result<Vec<RangeRows>> {
         let (buckets, boundaries) = (router.buckets, router.boundaries);
-        let piece_rows = piece_bytes(self.context.memory_limit_bytes)
+        let piece_rows = PIECE_BYTES
+            .min(self.context.memory_limit_bytes / PIECES_PER_BUDGET)
             .saturating_mul(totals.rows)
             .checked_div(totals.arrow_bytes)
             .unwrap_or(u64::MAX)
@@ -399,7 +400,13 @@ impl RangeRun<'_> {
         first_piece.push(num_pieces);
         Ok(first_piece
             .windows(2)
-            .map(|w| RangeRows::Pieces(shared.clone(), w[0]..w[1]))
+            .map(|w| {
+                RangeRows::Pieces(
+                    shared.clone(),
+                    w[0]..w[1],
+                    piece_rows.saturating_mul(JOINED_PIECE_FACTOR),
+                )
+            })
             .collect())
     }
 
@@ -562,7 +569,7 @@ impl RangeRun<'_> {
     ) -> (Result<()>, Vec<WrittenFile>) {
         let (layout, boundaries) = (self.layout, router.boundaries);
         let expected_rows = match &range {
-            RangeRows::Pieces(batches, pieces) => batches
+            RangeRows::Pieces(batches, pieces, _) => batches
                 .iter()
                 .map(|b| u64::from(b.starts[pieces.end] - b.starts[pieces.start]))
                 .sum(),
@@ -594,10 +601,8 @@ impl RangeRun<'_> {
             pending_rows: 0,
         };
         let result = match range {
-            RangeRows::Pieces(batches, pieces) => {
-                let joined_limit = piece_bytes(self.context.memory_limit_bytes)
-                    .saturating_mul(JOINED_PIECE_FACTOR);
-                write_pieces(&mut out, &batches, pieces, layout.clustering, joined_limit)
+            RangeRows::Pieces(batches, pieces, joined_rows) => {
+                write_pieces(&mut out, &batches, pieces, layout.clustering, joined_rows)
             }
             RangeRows::Spilled(files) => files.into_iter().try_for_each(|file| {
                 file.read()
@@ -950,9 +955,10 @@ impl RangeOutput<'_> {
 
 /// The rows of one range: in memory, or in spill files (one per piece, in key order).
 enum RangeRows {
-    /// Rows of in-memory batches, each reordered by piece ([`PieceBatch`]), and the range's
-    /// pieces (consecutive, in key order).
-    Pieces(std::sync::Arc<Vec<PieceBatch>>, std::ops::Range<usize>),
+    /// Rows of in-memory batches, each reordered by piece ([`PieceBatch`]), the range's
+    /// pieces (consecutive, in key order), and the rows past which a piece is gathered from
+    /// its slices instead of joined first ([`JOINED_PIECE_FACTOR`] pieces' rows).
+    Pieces(std::sync::Arc<Vec<PieceBatch>>, std::ops::Range<usize>, u64),
     /// Spill files of the range's pieces, in key order (keys are computed again when one is
     /// read).
     Spilled(Vec<spill::SpillFile>),
@@ -1032,16 +1038,10 @@ pub const PIECE_BYTES: u64 = 16 << 20;
 /// encoding) up to 42 threads.
 pub const PIECES_PER_BUDGET: u64 = 256;
 
-/// A piece of more Arrow memory than this many times its size ([`piece_bytes`]: rows of one
-/// key, which no cut can split) is gathered from its source slices instead of joined into
-/// one batch first, so that it is not held twice.
+/// A piece of more rows than this many times a piece's (rows of one key, which no cut can
+/// split) is gathered from its source slices instead of joined into one batch first, so
+/// that it is not held twice.
 pub const JOINED_PIECE_FACTOR: u64 = 4;
-
-/// Arrow memory of a piece of an in-memory range under a budget of `memory_limit_bytes`,
-/// bytes: [`PIECE_BYTES`], at most 1/[`PIECES_PER_BUDGET`] of the budget.
-fn piece_bytes(memory_limit_bytes: u64) -> u64 {
-    PIECE_BYTES.min(memory_limit_bytes / PIECES_PER_BUDGET)
-}
 
 /// One in-memory batch with its rows grouped by piece: the rows of piece `p` are rows
 /// `starts[p]..starts[p + 1]`, in the order they had in the batch read, with their curve
@@ -1098,7 +1098,7 @@ impl PieceBatch {
 
 /// Writes the pieces `pieces` of an in-memory range (its rows in `batches`), in key order:
 /// a window of pieces (one per thread) is sorted and gathered in parallel, each on its own
-/// ([`sorted_piece`]; a piece past `joined_limit` bytes of Arrow memory from its slices),
+/// ([`sorted_piece`]; a piece of more than `joined_rows` rows from its slices),
 /// then written in order while the next window is gathered. The rows handed to `out` are those
 /// [`write_sorted`] would hand it for the whole range: pieces are key intervals, and a
 /// piece's rows keep their routing order among equal keys.
@@ -1107,14 +1107,14 @@ fn write_pieces(
     batches: &[PieceBatch],
     pieces: std::ops::Range<usize>,
     clustering: &Clustering,
-    joined_limit: u64,
+    joined_rows: u64,
 ) -> Result<()> {
     let pieces: Vec<usize> = pieces.collect();
     let (cancel, clock) = (out.cancel, out.clock);
     let gather = |window: &[usize]| {
         window
             .par_iter()
-            .map(|&piece| sorted_piece(batches, piece, clustering, joined_limit, cancel, clock))
+            .map(|&piece| sorted_piece(batches, piece, clustering, joined_rows, cancel, clock))
             .collect::<Result<Vec<_>>>()
     };
     // The next window is sorted and gathered while the last one is encoded and written, so
@@ -1143,13 +1143,12 @@ fn write_pieces(
 
 /// The rows of piece `piece` of `batches`, sorted by key, stably, runs of equal keys ordered
 /// by the clustering columns' values ([`TieBreak`]), gathered in chunks of [`GATHER_ROWS`]:
-/// from the piece joined into one batch, or, past `joined_limit` bytes of Arrow memory,
-/// from its slices.
+/// from the piece joined into one batch, or, past `joined_rows` rows, from its slices.
 fn sorted_piece(
     batches: &[PieceBatch],
     piece: usize,
     clustering: &Clustering,
-    joined_limit: u64,
+    joined_rows: u64,
     cancel: &AtomicBool,
     clock: &Clock,
 ) -> Result<Vec<RecordBatch>> {
@@ -1187,8 +1186,7 @@ fn sorted_piece(
     let (wall, cpu) = watch.elapsed();
     clock.add(Stage::Sort, wall, cpu);
     clock.time(Stage::Gather, || {
-        let piece_bytes: u64 = sources.iter().map(super::write::arrow_bytes).sum();
-        if piece_bytes > joined_limit {
+        if rows.len() as u64 > joined_rows {
             // A piece far past its size (rows of one heavy key cannot be cut): gathered
             // from its slices, so it is never held twice.
             let sources: Vec<&RecordBatch> = sources.iter().collect();

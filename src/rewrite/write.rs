@@ -254,7 +254,7 @@ struct OpenFile {
 }
 
 /// Arrow bytes of `batch`'s rows (of its slice only, where it is a slice of a larger batch).
-pub(crate) fn arrow_bytes(batch: &RecordBatch) -> u64 {
+fn arrow_bytes(batch: &RecordBatch) -> u64 {
     batch
         .columns()
         .iter()
