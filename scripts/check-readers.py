@@ -49,6 +49,11 @@ TESTDATA_TABLES = [
     "variant-spark",
     # Void columns (`NULL AS x`, Spark 4's files): in the schema, in no data file.
     "void-spark",
+    # Issue 44, Spark 4.3's files: partition columns materialized in every data file (and
+    # in every file the rewrite writes: checked below on other tables too), and a column
+    # collated UTF8_LCASE.
+    "materialized-partitions-spark",
+    "collations-spark",
 ]
 
 
@@ -354,7 +359,9 @@ def main():
         for name in TESTDATA_TABLES:
             path = os.path.join(tmp, name)
             shutil.copytree(os.path.join(testdata, name), path)
-            results += check(binary, name, path)
+            # A collated column is no curve column: the curve is on two others.
+            curve = ["id", "city"] if name == "collations-spark" else None
+            results += check(binary, name, path, curve_columns=curve)
         # Every codec of --compression, read by both readers.
         for codec in ["snappy", "zstd:19", "lz4", "gzip:9", "none"]:
             path = os.path.join(tmp, f"codec-{codec.replace(':', '-')}")

@@ -17,7 +17,12 @@ up to 4 times. Checks:
 * an append committed while the bins run lands, and every appended row is there;
 * with TESTDATA given, variant columns (testdata/variant-spark, Spark's own files): Spark
   reads the files the driver's Hilbert run wrote as variants (schema `VARIANT`, no Parquet
-  annotation), every value the same JSON as before.
+  annotation), every value the same JSON as before; and the tables Spark 4.3 wrote for issue
+  44 (`scripts/make-modern-tables.py`): after the driver's Z-order run, Spark's Parquet
+  reader returns the same rows from the live files of `materialized-partitions-spark` (the
+  partition columns read from the files themselves, as a reader of the bare files or an
+  Iceberg reader sees them) and of `collations-spark`, whose UTF8_LCASE comparisons count
+  the same rows.
 Prints one line per check; exits 1 if any failed.
 """
 import json
@@ -124,6 +129,52 @@ def check_variants(spark, dls, testdata, work):
           f"{sorted(set(before) ^ set(after))[:2]}")
 
 
+def parquet_rows(spark, path, columns):
+    """Every row of the table's live files read by Spark's Parquet reader (`columns` of them,
+    by name), as text, sorted."""
+    files = [os.path.join(path, f) for f in sorted(live_files(path))]
+    return sorted(repr(tuple(r)) for r in spark.read.parquet(*files).select(*columns).collect())
+
+
+def check_modern_tables(spark, dls, testdata, work):
+    """Spark-written tables with materialized partition columns and a collated column."""
+    columns = ["id", "amount", "note", "ts", "region", "day"]
+    path = shutil.copytree(os.path.join(testdata, "materialized-partitions-spark"),
+                           f"{work}/materialized")
+    old = live_files(path)
+    before = parquet_rows(spark, path, columns)
+    summary = dls.optimize(spark, path, zorder="id,amount", target_size="16KiB",
+                           work_dir=f"{work}/run-materialized")
+    after = parquet_rows(spark, path, columns)
+    check("materialized partition columns: the driver's Z-order run commits and rewrites "
+          "every file", len(summary["versions"]) == 1 and not (old & live_files(path)),
+          json.dumps(summary))
+    check(f"materialized partition columns: Spark reads the {len(after)} rows of the new bare "
+          "Parquet files, partition columns included, as it read Spark's own",
+          len(before) == 2000 and after == before,
+          f"{len(before)} rows before, {len(after)} after; first differing: "
+          f"{sorted(set(before) ^ set(after))[:2]}")
+
+    path = shutil.copytree(os.path.join(testdata, "collations-spark"), f"{work}/collations")
+    lcase = "collate(name, 'UTF8_LCASE') in ('apple', 'äpfel')"
+
+    def matching(p):
+        files = [os.path.join(p, f) for f in sorted(live_files(p))]
+        return spark.read.parquet(*files).where(lcase).count()
+
+    before, before_matching = parquet_rows(spark, path, ["id", "name", "city"]), matching(path)
+    summary = dls.optimize(spark, path, zorder="id,city", target_size="4KiB",
+                           work_dir=f"{work}/run-collations")
+    after, after_matching = parquet_rows(spark, path, ["id", "name", "city"]), matching(path)
+    check("collations: the driver's Z-order run commits", len(summary["versions"]) == 1,
+          json.dumps(summary))
+    check(f"collations: Spark reads the {len(after)} rewritten rows as before, and "
+          f"{after_matching} match a UTF8_LCASE comparison as before",
+          len(before) == 800 and after == before and after_matching == before_matching > 0,
+          f"{len(before)} rows before, {len(after)} after, {before_matching} and "
+          f"{after_matching} matching")
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     testdata = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
@@ -144,6 +195,7 @@ def main():
 
         if testdata:
             check_variants(spark, dls, testdata, work)
+            check_modern_tables(spark, dls, testdata, work)
 
         # The Spark run equals the CLI's optimize of a copy.
         a, b = shutil.copytree(source, f"{work}/a"), shutil.copytree(source, f"{work}/b")

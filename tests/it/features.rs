@@ -372,13 +372,19 @@ fn void_columns_are_carried_as_delta_writers_carry_them() {
 /// writes holds the partition columns after the data columns, under their physical names,
 /// each row the file's partition value: the `add` action's string read by arrow-cast (a
 /// parser other than the kernel's the writer uses), null for a null value. Every type a
-/// partition column can have, a null partition, column mapping with deletion vectors; a
-/// second run reads files that hold the columns; the rows stay the same.
+/// partition column can have, a null partition, column mapping with deletion vectors, and a
+/// table whose Spark-written files already hold the columns (`materialized-partitions-spark`,
+/// `scripts/make-modern-tables.py`); a second run reads files that hold the columns; the rows
+/// stay the same.
 #[test]
 fn materialized_partition_columns_are_written_into_every_new_file() {
     use deltalake::arrow::array::{Array, StringArray, UInt32Array};
     use deltalake::arrow::compute::{CastOptions, cast_with_options, take};
-    for name in ["partition-values-all-types", "dv-columnmapping-partitioned"] {
+    for name in [
+        "partition-values-all-types",
+        "dv-columnmapping-partitioned",
+        "materialized-partitions-spark",
+    ] {
         let fixture = Fixture::copy(name);
         let location = fixture.location();
         let table = load(&location);
@@ -439,10 +445,10 @@ fn materialized_partition_columns_are_written_into_every_new_file() {
                 OptimizeOptions::default()
             } else {
                 // A curve over a data column rewrites the files the first run wrote.
-                let data_column = if name == "partition-values-all-types" {
-                    "value"
-                } else {
-                    "col1"
+                let data_column = match name {
+                    "partition-values-all-types" => "value",
+                    "materialized-partitions-spark" => "id",
+                    _ => "col1",
                 }
                 .to_string();
                 OptimizeOptions::default().with_plan(

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Writes the Spark-written test tables of issue 44 into testdata/: data files by Spark, log
+by hand.
+
+    python scripts/make-modern-tables.py OUT_DIR
+
+needs pyspark (4.x, for collations) and pyarrow. Delta's Spark jars cannot be fetched here,
+so Spark writes plain Parquet (`DataFrame.write.parquet`) and this script writes the Delta
+log around those files, following PROTOCOL.md: "Writer Requirements for Materialize Partition
+Columns" / the `materializePartitionColumns` writer feature, "Collations" (the `collations`
+writer feature, `__COLLATIONS` field metadata, `statsWithCollation`), "Partition Value
+Serialization", "Add File" and "Per-file Statistics".
+
+Two tables:
+
+* `materialized-partitions-spark`: writer feature `materializePartitionColumns`, partitioned
+  by `region` (string, with a null partition) and `day` (date); every data file holds the
+  partition columns too, after the data columns, as Delta 4.x writes them with the feature
+  on. 8 files of 250 rows in 8 appends, 6 partitions (two of them with two files, so a
+  compaction has files to merge). Columns: `id` long, `amount` decimal(12,2), `note` string
+  (some null), `ts` timestamp, `region` string, `day` date.
+* `collations-spark`: writer features `collations` and `domainMetadata`; `name` is
+  `STRING COLLATE UTF8_LCASE` (Spark 4's `collate`), `city` a plain string, `id` long.
+  4 files of 200 rows in 4 appends; each file's stats hold UTF-8 binary min/max for `name`
+  and, under `statsWithCollation`, its UTF8_LCASE min/max.
+"""
+
+import glob
+import json
+import os
+import shutil
+import sys
+import uuid
+
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+CREATED = 1_764_900_000_000
+
+
+def spark_session():
+    return (
+        SparkSession.builder.master("local[1]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+
+
+def field(name, type_, metadata=None, nullable=True):
+    return {"name": name, "type": type_, "nullable": nullable, "metadata": metadata or {}}
+
+
+def write_file(spark, root, sql, directory, i):
+    """Spark writes the rows of `sql` as one Parquet file, moved to `directory` under `root`;
+    returns its path relative to `root` and its rows (pyarrow)."""
+    scratch = os.path.join(root, f"_scratch{i}")
+    spark.sql(sql).coalesce(1).write.parquet(scratch)
+    (written,) = glob.glob(os.path.join(scratch, "*.parquet"))
+    name = f"part-{i:05d}-{uuid.UUID(int=i + (44 << 64))}.c000.snappy.parquet"
+    rel = f"{directory}/{name}" if directory else name
+    os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+    shutil.move(written, os.path.join(root, rel))
+    shutil.rmtree(scratch)
+    return rel, pq.read_table(os.path.join(root, rel))
+
+
+def min_max(column):
+    values = [v for v in column.to_pylist() if v is not None]
+    return (min(values), max(values)) if values else (None, None)
+
+
+def timestamp_text(ts):
+    """A stats timestamp as Spark writes it: UTC, milliseconds."""
+    return ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+
+
+def commit(root, version, spark, actions, partition_by):
+    info = {
+        "commitInfo": {
+            "timestamp": CREATED + version * 1000,
+            "operation": "WRITE",
+            "operationParameters": {"mode": "Append", "partitionBy": json.dumps(partition_by)},
+            "engineInfo": f"Apache-Spark/{spark.version} (data files); log by scripts/make-modern-tables.py",
+        }
+    }
+    with open(os.path.join(root, "_delta_log", f"{version:020d}.json"), "w") as out:
+        for action in [info] + actions:
+            out.write(json.dumps(action) + "\n")
+
+
+def fresh(root):
+    if os.path.exists(root):
+        shutil.rmtree(root)
+    os.makedirs(os.path.join(root, "_delta_log"))
+
+
+MATERIALIZED_ROWS = """
+select id,
+  cast(id * 1.37 - 40 as decimal(12, 2)) as amount,
+  case when id % 7 = 0 then null else concat('note ', id % 23) end as note,
+  timestamp_micros(1709078400000000 + id * 3600123000) as ts,
+  {region} as region,
+  date'{day}' as day
+from range({lo}, {hi})
+"""
+
+
+def materialized_partitions(spark, root):
+    fresh(root)
+    regions = ["north", "south", None]
+    days = ["2024-02-28", "2024-02-29"]
+    schema = {
+        "type": "struct",
+        "fields": [
+            field("id", "long", nullable=False),
+            field("amount", "decimal(12,2)"),
+            field("note", "string"),
+            field("ts", "timestamp"),
+            field("region", "string"),
+            field("day", "date"),
+        ],
+    }
+    for i in range(8):
+        region, day = regions[i % 3], days[i % 2]
+        lo, hi = i * 250, (i + 1) * 250
+        sql = MATERIALIZED_ROWS.format(
+            region="cast(null as string)" if region is None else f"'{region}'", day=day, lo=lo, hi=hi
+        )
+        directory = f"region={region or '__HIVE_DEFAULT_PARTITION__'}/day={day}"
+        rel, table = write_file(spark, root, sql, directory, i)
+        assert table.column_names == ["id", "amount", "note", "ts", "region", "day"], table.column_names
+        ids, amounts, notes, tss = (min_max(table.column(c)) for c in ["id", "amount", "note", "ts"])
+        stats = {
+            "numRecords": table.num_rows,
+            "minValues": {"id": ids[0], "amount": float(amounts[0]), "note": notes[0], "ts": timestamp_text(tss[0])},
+            "maxValues": {"id": ids[1], "amount": float(amounts[1]), "note": notes[1], "ts": timestamp_text(tss[1])},
+            "nullCount": {c: table.column(c).null_count for c in ["id", "amount", "note", "ts"]},
+        }
+        actions = []
+        if i == 0:
+            actions.append({"protocol": {"minReaderVersion": 1, "minWriterVersion": 7,
+                                         "writerFeatures": ["materializePartitionColumns"]}})
+            actions.append({"metaData": {
+                "id": str(uuid.UUID(int=44 << 64)),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema),
+                "partitionColumns": ["region", "day"],
+                "configuration": {},
+                "createdTime": CREATED,
+            }})
+        actions.append({"add": {
+            "path": rel,
+            "partitionValues": {"region": region, "day": day},
+            "size": os.path.getsize(os.path.join(root, rel)),
+            "modificationTime": CREATED + i * 1000,
+            "dataChange": True,
+            "stats": json.dumps(stats),
+        }})
+        commit(root, i, spark, actions, ["region", "day"])
+
+
+COLLATED_ROWS = """
+select id,
+  collate(element_at(array('apple', 'Apple', 'APPLE', 'banana', 'Banana', 'cherry', 'Cherry',
+    'ÄPFEL', 'äpfel', 'zebra', 'Zebra', 'mango'), cast(id % 12 + 1 as int)), 'UTF8_LCASE') as name,
+  case when id % 9 = 0 then null else element_at(array('Oslo', 'oslo', 'Bergen', 'Tromsø'),
+    cast(id % 4 + 1 as int)) end as city
+from range({lo}, {hi})
+"""
+
+
+def collations(spark, root):
+    fresh(root)
+    lcase = {"__COLLATIONS": {"name": "spark.UTF8_LCASE"}}
+    schema = {
+        "type": "struct",
+        "fields": [field("id", "long", nullable=False), field("name", "string", lcase), field("city", "string")],
+    }
+    for i in range(4):
+        lo, hi = i * 200, (i + 1) * 200
+        rel, table = write_file(spark, root, COLLATED_ROWS.format(lo=lo, hi=hi), "", i)
+        assert table.column_names == ["id", "name", "city"], table.column_names
+        names = [v for v in table.column("name").to_pylist() if v is not None]
+        ids, cities = min_max(table.column("id")), min_max(table.column("city"))
+        stats = {
+            "numRecords": table.num_rows,
+            "minValues": {"id": ids[0], "name": min(names), "city": cities[0]},
+            "maxValues": {"id": ids[1], "name": max(names), "city": cities[1]},
+            "nullCount": {c: table.column(c).null_count for c in ["id", "name", "city"]},
+            "statsWithCollation": {"spark.UTF8_LCASE": {
+                "minValues": {"name": min(names, key=str.lower)},
+                "maxValues": {"name": max(names, key=str.lower)},
+            }},
+        }
+        actions = []
+        if i == 0:
+            actions.append({"protocol": {"minReaderVersion": 1, "minWriterVersion": 7,
+                                         "writerFeatures": ["collations", "domainMetadata"]}})
+            actions.append({"metaData": {
+                "id": str(uuid.UUID(int=(44 << 64) + 1)),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema),
+                "partitionColumns": [],
+                "configuration": {},
+                "createdTime": CREATED,
+            }})
+        actions.append({"add": {
+            "path": rel,
+            "partitionValues": {},
+            "size": os.path.getsize(os.path.join(root, rel)),
+            "modificationTime": CREATED + i * 1000,
+            "dataChange": True,
+            "stats": json.dumps(stats, ensure_ascii=False),
+        }})
+        commit(root, i, spark, actions, [])
+
+
+def main():
+    out = sys.argv[1]
+    spark = spark_session()
+    materialized_partitions(spark, os.path.join(out, "materialized-partitions-spark"))
+    collations(spark, os.path.join(out, "collations-spark"))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
