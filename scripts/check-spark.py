@@ -15,9 +15,10 @@ up to 4 times. Checks:
 * the driver killed between two commit batches and run again (same work_dir) finishes
   without applying any batch twice (one txn per batch number) and without executing again;
 * an append committed while the bins run lands, and every appended row is there;
-* with TESTDATA given, variant columns (testdata/variant-spark, Spark's own files): Spark
-  reads the files the driver's Hilbert run wrote as variants (schema `VARIANT`, no Parquet
-  annotation), every value the same JSON as before; and the tables Spark 4.3 wrote for issue
+* with TESTDATA given, variant columns (testdata/variant-spark and variant-shredded-spark,
+  Spark's own files, the latter with `s.w` shredded): Spark reads the files the driver's
+  Hilbert run wrote (unshredded) as variants (schema `VARIANT`, no Parquet annotation),
+  every value the same JSON as before; and the tables Spark 4.3 wrote for issue
   44 (`scripts/make-modern-tables.py`): after the driver's Z-order run, Spark's Parquet
   reader returns the same rows from the live files of `materialized-partitions-spark` (the
   partition columns read from the files themselves, as a reader of the bare files or an
@@ -116,17 +117,19 @@ def variant_rows(spark, path):
 
 
 def check_variants(spark, dls, testdata, work):
-    path = shutil.copytree(os.path.join(testdata, "variant-spark"), f"{work}/variant")
-    before = variant_rows(spark, path)
-    summary = dls.optimize(spark, path, hilbert="id,s.k", target_size="16KiB",
-                           work_dir=f"{work}/run-variant")
-    after = variant_rows(spark, path)
-    check("variant columns: the driver's Hilbert run commits", len(summary["versions"]) == 1,
-          json.dumps(summary))
-    check(f"variant columns: Spark reads the {len(after)} rewritten rows as variants, "
-          "each value as before", len(before) == 600 and after == before,
-          f"{len(before)} rows before, {len(after)} after; first differing: "
-          f"{sorted(set(before) ^ set(after))[:2]}")
+    # variant-shredded-spark: Spark shreds `s.w`; the rewrite unshreds it.
+    for name, rows in [("variant-spark", 600), ("variant-shredded-spark", 150)]:
+        path = shutil.copytree(os.path.join(testdata, name), f"{work}/{name}")
+        before = variant_rows(spark, path)
+        summary = dls.optimize(spark, path, hilbert="id,s.k", target_size="16KiB",
+                               work_dir=f"{work}/run-{name}")
+        after = variant_rows(spark, path)
+        check(f"variant columns ({name}): the driver's Hilbert run commits",
+              len(summary["versions"]) == 1, json.dumps(summary))
+        check(f"variant columns ({name}): Spark reads the {len(after)} rewritten rows as "
+              "variants, each value as before", len(before) == rows and after == before,
+              f"{len(before)} rows before, {len(after)} after; first differing: "
+              f"{sorted(set(before) ^ set(after))[:2]}")
 
 
 def parquet_rows(spark, path, columns):

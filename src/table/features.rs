@@ -52,8 +52,10 @@ use crate::error::{Error, Result};
 ///   "Variant Data Type").
 /// * `variantShredding` (and `variantShredding-preview`): files are written unshredded, which
 ///   the protocol allows whether or not shredding is enabled; a file that stores a variant
-///   shredded (a `typed_value` field) is refused when read, naming the file and column, so
-///   the run fails before it commits anything (PROTOCOL.md "Variant Shredding").
+///   shredded (a `typed_value` field) is read back to unshredded variants, each value rebuilt
+///   from its `value` and `typed_value` by arrow-rs' `unshred_variant` (PROTOCOL.md "Variant
+///   Shredding"; the Parquet Variant Shredding spec); one that cannot be is refused naming
+///   the file and column, before anything is committed.
 /// * `materializePartitionColumns`: every new data file also holds the partition columns,
 ///   after the data columns, each the file's partition value on every row (parsed from the
 ///   `add` action's `partitionValues` as PROTOCOL.md "Partition Value Serialization" says,

@@ -571,9 +571,10 @@ fn find_field<'a>(
     }
 }
 
-/// Refuses a variant column that a file stores shredded: a `typed_value` field holds part of
-/// each value (PROTOCOL.md "Variant Shredding": what is shredded is removed from the `value`
-/// binary), so keeping only `metadata` and `value` would change the values. The check goes
+/// Refuses a variant column whose struct holds anything besides `metadata` and `value`
+/// (shredded columns are unshredded before, by [`unshred`]; a `typed_value` left here would
+/// hold part of each value, PROTOCOL.md "Variant Shredding", and dropping it would change
+/// the values). The check goes
 /// by the target's Arrow type, so a plain struct of exactly the two non-null binaries
 /// `metadata` and `value` is held to it too: a field its file has beyond them is an error,
 /// never silently dropped.
@@ -613,6 +614,58 @@ fn check_unshredded(source: &Fields, path: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A shredded variant column (`metadata`, `value` and `typed_value`: PROTOCOL.md "Variant
+/// Shredding") as the unshredded variants it holds (`metadata` and `value` binaries): each
+/// value rebuilt from its `value` and `typed_value` as the Parquet Variant Shredding spec
+/// says, by arrow-rs' `unshred_variant`, nested `typed_value`s included; the metadata
+/// dictionaries are kept as they are (a shredded field's name is in them, as the spec
+/// requires). Null rows stay null. `path` names the column in errors.
+///
+/// # Errors
+/// [`Error::DataFile`] (path filled in by the caller) naming the column when the struct is no
+/// shredded variant (binaries of other types, a `typed_value` of a type the spec has not) or
+/// a value cannot be rebuilt (a field both in `value` and `typed_value`).
+fn unshred(source: &StructArray, path: &str) -> Result<StructArray> {
+    use crate::table::schema::{VARIANT_METADATA, VARIANT_VALUE};
+    use deltalake::arrow::compute::cast;
+    use deltalake::arrow::datatypes::DataType;
+    use parquet_variant_compute::{VariantArray, unshred_variant};
+    let invalid = |e: &dyn std::fmt::Display| {
+        Error::data_file(
+            "",
+            format!(
+                "stores variant column '{path}' shredded in a way that cannot be read back to its values ({e})"
+            ),
+        )
+    };
+    let shredded = VariantArray::try_new(source).map_err(|e| invalid(&e))?;
+    let plain = unshred_variant(&shredded)
+        .map_err(|e| invalid(&e))?
+        .into_inner();
+    // The rebuilt binaries as plain `Binary`, the type every unshredded variant is read as.
+    let columns = [VARIANT_METADATA, VARIANT_VALUE]
+        .iter()
+        .map(|name| {
+            let column = plain
+                .column_by_name(name)
+                .ok_or_else(|| Error::Internal(format!("unshredded variant without {name}")))?;
+            cast(column, &DataType::Binary).map_err(|e| invalid(&e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let fields = [VARIANT_METADATA, VARIANT_VALUE]
+        .iter()
+        .zip(&columns)
+        .map(|(name, column)| {
+            deltalake::arrow::datatypes::Field::new(
+                *name,
+                DataType::Binary,
+                column.null_count() > 0,
+            )
+        })
+        .collect::<Vec<_>>();
+    StructArray::try_new(fields.into(), columns, plain.nulls().cloned()).map_err(|e| invalid(&e))
 }
 
 /// `parent.child` for error messages, the child back-quoted when it needs it.
@@ -672,8 +725,19 @@ fn align_array(
                 .as_any()
                 .downcast_ref::<StructArray>()
                 .ok_or_else(|| Error::Internal("struct array expected".into()))?;
-            let source_fields = source.fields().clone();
             let variant = crate::table::schema::is_unshredded_variant(target.data_type());
+            let unshredded;
+            let source = if variant
+                && source.fields().iter().any(|f| {
+                    f.name()
+                        .eq_ignore_ascii_case(crate::table::schema::VARIANT_TYPED_VALUE)
+                }) {
+                unshredded = unshred(source, path)?;
+                &unshredded
+            } else {
+                source
+            };
+            let source_fields = source.fields().clone();
             if variant {
                 check_unshredded(&source_fields, path)?;
             }

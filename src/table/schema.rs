@@ -22,8 +22,8 @@
 //! A variant is written unshredded, as PROTOCOL.md "Variant Data Type" ("Variant data in
 //! Parquet") lays it out and delta-kernel reads it (`DataType::unshredded_variant`): the two
 //! binaries of the Parquet Variant encoding, copied byte for byte. Files that shred a variant
-//! (a `typed_value` field, PROTOCOL.md "Variant Shredding") are refused when read
-//! (`table::read`), since carrying them would need a per-file schema or unshredding.
+//! (a `typed_value` field, PROTOCOL.md "Variant Shredding") are unshredded when read
+//! (`table::read`), so every file written holds this one layout.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

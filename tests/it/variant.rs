@@ -1,6 +1,6 @@
 //! Variant columns (PROTOCOL.md "Variant Data Type", "Variant Shredding"): carried byte for
 //! byte through compaction and clustering, `nullCount`-only stats, refused as curve and
-//! predicate columns, and shredded files refused with the table untouched.
+//! predicate columns, and shredded files read back to unshredded variants, every value kept.
 //!
 //! Tables: `variant-spark` and `variant-shredded-spark`, data files written by Spark 4.3
 //! (`scripts/make-variant-tables.py`; see testdata/README.md).
@@ -28,7 +28,8 @@ const ROWS: usize = 600;
 /// `metadata` order and ours compare equal. (delta-kernel's scan cannot be the reference
 /// here: it fails on Spark's own files, "Found unmasked nulls for non-nullable StructArray
 /// field m", for a map whose variant values are null.)
-fn rows_raw(fixture: &Fixture) -> Vec<String> {
+/// With `with_w` false, `s.w` is left out (a shredded file keeps part of it in `typed_value`).
+fn rows_raw(fixture: &Fixture, with_w: bool) -> Vec<String> {
     use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use std::fmt::Write as _;
     let table = load(&fixture.location());
@@ -91,7 +92,10 @@ fn rows_raw(fixture: &Fixture) -> Vec<String> {
                     } else {
                         k.value(row).to_string()
                     };
-                    let _ = write!(line, " s.k={k} s.w={}", variant(w, row));
+                    let _ = write!(line, " s.k={k}");
+                    if with_w {
+                        let _ = write!(line, " s.w={}", variant(w, row));
+                    }
                 }
                 if arr.is_null(row) {
                     line.push_str(" arr=∅");
@@ -150,7 +154,7 @@ fn parquet_schema(fixture: &Fixture, path: &str) -> String {
 /// layout written, and that a second run does nothing. `files_after`: the files expected.
 fn check_rewrite(fixture: &Fixture, options: &OptimizeOptions, files_after: Option<usize>) {
     let location = fixture.location();
-    let rows_before = rows_raw(fixture);
+    let rows_before = rows_raw(fixture, true);
     assert_eq!(rows_before.len(), ROWS);
     // Variants in every position made it into the comparison.
     for needle in [
@@ -171,7 +175,7 @@ fn check_rewrite(fixture: &Fixture, options: &OptimizeOptions, files_after: Opti
         assert_eq!(table.files.len(), n);
     }
     // The same rows, every variant byte for byte.
-    assert_eq!(rows_raw(fixture), rows_before);
+    assert_eq!(rows_raw(fixture, true), rows_before);
     let rt = crate::fixture::runtime();
     let _inside = rt.enter();
     let old = rt
@@ -287,31 +291,102 @@ fn variants_are_neither_curve_nor_predicate_columns() {
     );
 }
 
+/// `s.w` of every row of the table's live files, by `id`: the variant decoded from its
+/// `metadata` and `value` binaries by the `parquet-variant` crate (the spec's base encoding,
+/// apart from the unshredding under test): `Some(n)` for the object `{"w": n}`, `None` for a
+/// SQL NULL (of `s.w` or of `s`). Panics on anything else, or a `typed_value` left.
+fn w_values(fixture: &Fixture) -> BTreeMap<i64, Option<i64>> {
+    use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let table = load(&fixture.location());
+    let mut out = BTreeMap::new();
+    for file in &table.files {
+        let reader = ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(fixture.path.join(&file.path)).unwrap(),
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+        for batch in reader {
+            let batch = batch.unwrap();
+            let ids = batch
+                .column_by_name("id")
+                .unwrap()
+                .as_primitive::<Int64Type>();
+            let s = batch.column_by_name("s").unwrap().as_struct();
+            let w = s.column_by_name("w").unwrap().as_struct();
+            assert!(w.column_by_name("typed_value").is_none(), "{}", file.path);
+            for row in 0..batch.num_rows() {
+                let value = (s.is_valid(row) && w.is_valid(row)).then(|| {
+                    let binary = |name: &str| w.column_by_name(name).unwrap().as_binary::<i32>();
+                    let (metadata, value) = (binary("metadata"), binary("value"));
+                    let variant =
+                        parquet_variant::Variant::try_new(metadata.value(row), value.value(row))
+                            .unwrap();
+                    let object = variant.as_object().expect("an object");
+                    assert_eq!(object.len(), 1, "{}: {variant:?}", file.path);
+                    object.get("w").unwrap().as_int64().unwrap()
+                });
+                assert!(out.insert(ids.value(row), value).is_none());
+            }
+        }
+    }
+    out
+}
+
+/// `variantShredding`: Spark 4.3 shreds `s.w` (the object `{"w": n}` in every row) into a
+/// `typed_value` group. A compaction, then a Hilbert run, read each shredded value back to
+/// its unshredded binary (arrow-rs' `unshred_variant`) and write unshredded files (which
+/// PROTOCOL.md allows in a table with the feature): every `s.w` decodes to the object Spark
+/// wrote (`{"w": id}`, SQL NULL where `id` is a multiple of 5 or `s` is null), every other
+/// value keeps its bytes, and the feature stays. Spark's own reader reads the rewritten
+/// files to the same JSON (scripts/check-spark.py).
 #[test]
-fn shredded_variant_files_are_refused_and_the_table_untouched() {
+fn shredded_variants_are_unshredded_with_every_value_kept() {
     let fixture = Fixture::copy("variant-shredded-spark");
     let location = fixture.location();
     let table = load(&location);
-    // Spark shreds `s.w` (the same object in every row) in both files.
-    let shredded: Vec<&str> = table.files.iter().map(|f| f.path.as_str()).collect();
-    assert!(parquet_schema(&fixture, shredded[0]).contains("typed_value"));
-    let listing = fixture.listing();
-    let err = optimize(&location, &OptimizeOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("'s.w'")
-            && err.contains("shredded")
-            && shredded.iter().any(|p| err.contains(p)),
-        "{err}"
-    );
-    assert_eq!(fixture.listing(), listing);
-    // The CLI: exit 2, one line, nothing changed.
-    expect_error(
-        &fixture,
-        &["optimize", "{}"],
-        &["shredded (a typed_value field)", "s.w"],
-    );
+    let shredded: Vec<String> = table.files.iter().map(|f| f.path.clone()).collect();
+    assert!(parquet_schema(&fixture, &shredded[0]).contains("typed_value"));
+    let before = rows_raw(&fixture, false);
+    assert_eq!(before.len(), 150);
+    // The table holds the even ids below 300 (scripts/make-variant-tables.py).
+    let expected: BTreeMap<i64, Option<i64>> = (0..300)
+        .filter(|id| id % 2 == 0)
+        .map(|id: i64| (id, (id % 5 != 0 && id % 13 != 0).then_some(id)))
+        .collect();
+    assert_eq!(expected.len(), 150);
+    for (round, options) in [
+        OptimizeOptions::default(),
+        OptimizeOptions::default().with_plan(
+            PlanOptions::default()
+                .with_rewrite_all(true)
+                .with_clustering(Some(ClusterRequest::new(
+                    Curve::Hilbert,
+                    vec!["id".into(), "s.k".into()],
+                ))),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let outcome = optimize(&location, &options).unwrap();
+        assert!(outcome.version.is_some(), "run {round}");
+        let after = load(&location);
+        assert!(
+            after.files.iter().all(|f| !shredded.contains(&f.path)),
+            "run {round}"
+        );
+        assert_eq!(rows_raw(&fixture, false), before, "run {round}");
+        assert_eq!(w_values(&fixture), expected, "run {round}");
+        assert!(
+            after
+                .protocol
+                .writer_features
+                .iter()
+                .any(|f| f == "variantShredding"),
+            "run {round}"
+        );
+    }
 }
 
 /// A table of `id` and a variant `v` in two files: a good one, and `bad` as its second
