@@ -371,6 +371,15 @@ impl RangeRun<'_> {
         });
         let cuts = piece_boundaries(boundaries, sample_keys, all_rows, piece_rows);
         let num_pieces = cuts.len() + 1;
+        // A piece is joined before it is gathered up to this many bytes: the Arrow bytes of
+        // JOINED_PIECE_FACTOR pieces of average rows.
+        let joined_bytes = u64::try_from(
+            u128::from(piece_rows)
+                * u128::from(JOINED_PIECE_FACTOR)
+                * u128::from(totals.arrow_bytes)
+                / u128::from(totals.rows.max(1)),
+        )
+        .unwrap_or(u64::MAX);
         // Each batch is keyed and reordered on its own (in parallel); a batch replaces the one
         // it was reordered from, so the rows are held once.
         let reordered = batches
@@ -400,13 +409,7 @@ impl RangeRun<'_> {
         first_piece.push(num_pieces);
         Ok(first_piece
             .windows(2)
-            .map(|w| {
-                RangeRows::Pieces(
-                    shared.clone(),
-                    w[0]..w[1],
-                    piece_rows.saturating_mul(JOINED_PIECE_FACTOR),
-                )
-            })
+            .map(|w| RangeRows::Pieces(shared.clone(), w[0]..w[1], joined_bytes))
             .collect())
     }
 
@@ -601,8 +604,8 @@ impl RangeRun<'_> {
             pending_rows: 0,
         };
         let result = match range {
-            RangeRows::Pieces(batches, pieces, joined_rows) => {
-                write_pieces(&mut out, &batches, pieces, layout.clustering, joined_rows)
+            RangeRows::Pieces(batches, pieces, joined_bytes) => {
+                write_pieces(&mut out, &batches, pieces, layout.clustering, joined_bytes)
             }
             RangeRows::Spilled(files) => files.into_iter().try_for_each(|file| {
                 file.read()
@@ -956,8 +959,8 @@ impl RangeOutput<'_> {
 /// The rows of one range: in memory, or in spill files (one per piece, in key order).
 enum RangeRows {
     /// Rows of in-memory batches, each reordered by piece ([`PieceBatch`]), the range's
-    /// pieces (consecutive, in key order), and the rows past which a piece is gathered from
-    /// its slices instead of joined first ([`JOINED_PIECE_FACTOR`] pieces' rows).
+    /// pieces (consecutive, in key order), and the Arrow bytes past which a piece is gathered
+    /// from its slices instead of joined first ([`JOINED_PIECE_FACTOR`] pieces' bytes).
     Pieces(std::sync::Arc<Vec<PieceBatch>>, std::ops::Range<usize>, u64),
     /// Spill files of the range's pieces, in key order (keys are computed again when one is
     /// read).
@@ -1032,15 +1035,16 @@ fn write_piece(
 pub const PIECE_BYTES: u64 = 16 << 20;
 
 /// A piece is at most this share of the memory budget (`--memory-limit`). A thread gathering
-/// a piece holds it twice (joined, and gathered in sorted order: [`JOINED_PIECE_FACTOR`]),
-/// and the window of pieces gathered before holds it once more while it is written: three
-/// pieces a thread, under half the budget (what an in-memory run leaves to gathering and
-/// encoding) up to 42 threads.
+/// a piece holds its rows a second time (joined, then gathered in sorted order: up to
+/// [`JOINED_PIECE_FACTOR`] pieces' bytes, past which a piece is gathered from its slices in
+/// chunks), and the window gathered before is held while it is written: a few pieces a
+/// thread, a small share of the budget on common machines.
 pub const PIECES_PER_BUDGET: u64 = 256;
 
-/// A piece of more rows than this many times a piece's (rows of one key, which no cut can
-/// split) is gathered from its source slices instead of joined into one batch first, so
-/// that it is not held twice.
+/// A piece of more Arrow bytes than this many pieces' (rows of one key, which no cut can
+/// split, or rows much wider than the average) is gathered from its source slices in chunks
+/// instead of joined into one batch first, so that it is not held twice whole (nor its
+/// strings concatenated past the 2 GiB of 32-bit offsets).
 pub const JOINED_PIECE_FACTOR: u64 = 4;
 
 /// One in-memory batch with its rows grouped by piece: the rows of piece `p` are rows
@@ -1096,9 +1100,53 @@ impl PieceBatch {
     }
 }
 
+/// Arrow bytes of the rows of `batch` (a slice of a larger batch): fixed-width columns by
+/// their width, strings and binaries by their offsets and values, other columns by arrow's
+/// count of the slice (`get_slice_memory_size`, which clones the column's data: too costly
+/// for every column of every slice of every piece).
+fn slice_bytes(batch: &RecordBatch) -> u64 {
+    use deltalake::arrow::array::{Array, AsArray};
+    use deltalake::arrow::datatypes::DataType;
+    fn span<O: Copy + Into<i64>>(offsets: &[O]) -> u64 {
+        match (offsets.first(), offsets.last()) {
+            (Some(&first), Some(&last)) => u64::try_from(last.into() - first.into()).unwrap_or(0),
+            _ => 0,
+        }
+    }
+    batch
+        .columns()
+        .iter()
+        .map(|column| {
+            let rows = column.len() as u64;
+            let nulls = column.nulls().map_or(0, |_| rows.div_ceil(8));
+            let body = match column.data_type() {
+                DataType::Utf8 => 4 * (rows + 1) + span(column.as_string::<i32>().value_offsets()),
+                DataType::Binary => {
+                    4 * (rows + 1) + span(column.as_binary::<i32>().value_offsets())
+                }
+                DataType::LargeUtf8 => {
+                    8 * (rows + 1) + span(column.as_string::<i64>().value_offsets())
+                }
+                DataType::LargeBinary => {
+                    8 * (rows + 1) + span(column.as_binary::<i64>().value_offsets())
+                }
+                other => match other.primitive_width() {
+                    Some(width) => width as u64 * rows,
+                    None => column
+                        .to_data()
+                        .get_slice_memory_size()
+                        .unwrap_or_else(|_| column.get_array_memory_size())
+                        as u64,
+                },
+            };
+            body + nulls
+        })
+        .sum()
+}
+
 /// Writes the pieces `pieces` of an in-memory range (its rows in `batches`), in key order:
 /// a window of pieces (one per thread) is sorted and gathered in parallel, each on its own
-/// ([`sorted_piece`]; a piece of more than `joined_rows` rows from its slices),
+/// ([`sorted_piece`]; a piece of more than `joined_bytes` Arrow bytes from its slices),
 /// then written in order while the next window is gathered. The rows handed to `out` are those
 /// [`write_sorted`] would hand it for the whole range: pieces are key intervals, and a
 /// piece's rows keep their routing order among equal keys.
@@ -1107,14 +1155,14 @@ fn write_pieces(
     batches: &[PieceBatch],
     pieces: std::ops::Range<usize>,
     clustering: &Clustering,
-    joined_rows: u64,
+    joined_bytes: u64,
 ) -> Result<()> {
     let pieces: Vec<usize> = pieces.collect();
     let (cancel, clock) = (out.cancel, out.clock);
     let gather = |window: &[usize]| {
         window
             .par_iter()
-            .map(|&piece| sorted_piece(batches, piece, clustering, joined_rows, cancel, clock))
+            .map(|&piece| sorted_piece(batches, piece, clustering, joined_bytes, cancel, clock))
             .collect::<Result<Vec<_>>>()
     };
     // The next window is sorted and gathered while the last one is encoded and written, so
@@ -1143,12 +1191,13 @@ fn write_pieces(
 
 /// The rows of piece `piece` of `batches`, sorted by key, stably, runs of equal keys ordered
 /// by the clustering columns' values ([`TieBreak`]), gathered in chunks of [`GATHER_ROWS`]:
-/// from the piece joined into one batch, or, past `joined_rows` rows, from its slices.
+/// from the piece joined into one batch, or, past `joined_bytes` Arrow bytes, from its
+/// slices.
 fn sorted_piece(
     batches: &[PieceBatch],
     piece: usize,
     clustering: &Clustering,
-    joined_rows: u64,
+    joined_bytes: u64,
     cancel: &AtomicBool,
     clock: &Clock,
 ) -> Result<Vec<RecordBatch>> {
@@ -1186,7 +1235,7 @@ fn sorted_piece(
     let (wall, cpu) = watch.elapsed();
     clock.add(Stage::Sort, wall, cpu);
     clock.time(Stage::Gather, || {
-        if rows.len() as u64 > joined_rows {
+        if sources.iter().map(slice_bytes).sum::<u64>() > joined_bytes {
             // A piece far past its size (rows of one heavy key cannot be cut): gathered
             // from its slices, so it is never held twice.
             let sources: Vec<&RecordBatch> = sources.iter().collect();
@@ -1218,12 +1267,17 @@ fn sorted_piece(
                 if cancel.load(Ordering::Relaxed) {
                     return Err(Error::Cancelled);
                 }
-                let indices: UInt32Array = chunk
+                let indices = chunk
                     .iter()
                     .map(|&(_, b, r)| {
-                        u32::try_from(ties.offsets[b as usize] + r as usize).unwrap_or(u32::MAX)
+                        u32::try_from(ties.offsets[b as usize] + r as usize).map_err(|_| {
+                            Error::Internal(format!(
+                                "a joined piece of {} rows, past 32-bit row numbers",
+                                joined.num_rows()
+                            ))
+                        })
                     })
-                    .collect();
+                    .collect::<Result<UInt32Array>>()?;
                 take_record_batch(&joined, &indices)
                     .map_err(|e| Error::arrow("gathering a range", e))
             })

@@ -917,8 +917,10 @@ pub(crate) fn partition_value_fits(data_type: &deltalake::kernel::DataType, text
 }
 
 /// As [`partition_value_fits`], and as strict as delta-kernel's parsing, to name the file
-/// when a load fails: no spaces around numbers, and a decimal's digits within its precision
-/// and scale.
+/// when a load fails: no spaces around numbers, a decimal's digits within its precision and
+/// scale, and whatever else the kernel's own parser (`PrimitiveType::parse_scalar`, which
+/// its log replay uses) refuses, such as a decimal written with fewer digits than its scale
+/// or a timestamp without seconds.
 pub(crate) fn partition_value_strict(data_type: &deltalake::kernel::DataType, text: &str) -> bool {
     use deltalake::kernel::{DataType, PrimitiveType as P};
     if !partition_value_fits(data_type, text) {
@@ -927,6 +929,9 @@ pub(crate) fn partition_value_strict(data_type: &deltalake::kernel::DataType, te
     let DataType::Primitive(p) = data_type else {
         return true;
     };
+    if p.parse_scalar(text).is_err() {
+        return false;
+    }
     if matches!(p, P::String | P::Binary) {
         return true;
     }

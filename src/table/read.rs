@@ -625,10 +625,11 @@ fn check_unshredded(source: &Fields, path: &str) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::DataFile`] (path filled in by the caller) naming the column when the struct is no
-/// shredded variant (binaries of other types, a `typed_value` of a type the spec has not) or
-/// a value cannot be rebuilt (a field both in `value` and `typed_value`).
+/// shredded variant (a field other than `metadata`, `value` and `typed_value`, exactly so
+/// spelt; binaries of other types; a `typed_value` of a type the spec has not) or a value
+/// cannot be rebuilt (a field both in `value` and `typed_value`).
 fn unshred(source: &StructArray, path: &str) -> Result<StructArray> {
-    use crate::table::schema::{VARIANT_METADATA, VARIANT_VALUE};
+    use crate::table::schema::{VARIANT_METADATA, VARIANT_TYPED_VALUE, VARIANT_VALUE};
     use deltalake::arrow::compute::cast;
     use deltalake::arrow::datatypes::DataType;
     use parquet_variant_compute::{VariantArray, unshred_variant};
@@ -640,6 +641,22 @@ fn unshred(source: &StructArray, path: &str) -> Result<StructArray> {
             ),
         )
     };
+    // The library finds the three fields by their exact names: any other field, or one of
+    // these spelt otherwise, would be dropped or read as missing. Refused instead.
+    let names = [VARIANT_METADATA, VARIANT_VALUE, VARIANT_TYPED_VALUE];
+    if let Some(other) = source
+        .fields()
+        .iter()
+        .find(|f| !names.contains(&f.name().as_str()))
+    {
+        return Err(Error::data_file(
+            "",
+            format!(
+                "stores variant column '{path}' shredded with a field '{}' besides metadata, value and typed_value, which is not a shredded variant's Parquet layout",
+                other.name()
+            ),
+        ));
+    }
     let shredded = VariantArray::try_new(source).map_err(|e| invalid(&e))?;
     let plain = unshred_variant(&shredded)
         .map_err(|e| invalid(&e))?

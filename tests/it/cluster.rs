@@ -626,9 +626,9 @@ fn a_piece_of_one_heavy_key_is_gathered_from_its_slices_to_the_same_files() {
     ]));
     let files: Vec<Vec<RecordBatch>> = (0..8)
         .map(|_| {
-            (0..3)
+            (0..4)
                 .map(|_| {
-                    let n = 8_000;
+                    let n = 10_000;
                     let a: Vec<Option<i64>> = (0..n)
                         .map(|_| {
                             if rng.random_bool(0.9) {
@@ -668,10 +668,10 @@ fn a_piece_of_one_heavy_key_is_gathered_from_its_slices_to_the_same_files() {
     let total = load(&source.display().to_string()).totals().bytes;
     let mut written = Vec::new();
     // Unbounded, a piece is up to 16 MiB of rows and joined up to four times that: the
-    // whole table (192,000 rows, a few MiB) is less. At 4 times the rows' memory a piece is
+    // whole table (320,000 rows, a few MiB) is less. At 4 times the rows' memory a piece is
     // 1/64 of the rows, raised to the 32,768 rows of a gather call, and one is joined up to
-    // 131,072 rows: the heavy value's piece (nine tenths of the rows) is gathered from its
-    // slices.
+    // the bytes of 131,072 average rows: the heavy value's piece (nine tenths of the rows,
+    // about 288,000) is gathered from its slices.
     for (name, limit) in [("joined", None), ("from slices", Some(in_memory_bytes * 4))] {
         let copy = dir.path().join(name);
         copy_table(&source, &copy);

@@ -929,37 +929,53 @@ fn values_that_do_not_fit_the_column_type_stop_the_run() {
     optimize(&location, &OptimizeOptions::default()).unwrap();
     assert_eq!(rows(&location), before);
 
-    // A partition value that is not a long names its file.
-    let root = dir.path().join("partition");
-    raw_table(
-        &root,
-        protocol_1_2(),
-        json!([
-            {"name": "x", "type": "long", "nullable": true, "metadata": {}},
-            {"name": "p", "type": "long", "nullable": true, "metadata": {}},
-        ]),
-        &["p"],
-        json!({}),
-        Vec::new(),
-        ["1", "abc"]
-            .iter()
-            .map(|v| RawFile {
-                log_path: format!("p={v}/f.parquet"),
-                disk_path: format!("p={v}/f.parquet"),
-                bytes: parquet(vec![("x", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]),
-                partition_values: json!({ "p": v }),
-            })
-            .collect(),
-    );
-    let fixture = Fixture::at(&root);
-    let listing = fixture.listing();
-    let output = cli(&["optimize", &fixture.location()]);
-    let message = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{message}");
-    for needle in ["p=abc/f.parquet", "'abc'", "'p'", "long"] {
-        assert!(message.contains(needle), "{needle} not in {message}");
+    // A partition value that is not a value of its column's type names its file and column:
+    // not a long; and two that only delta-kernel's parser refuses (a decimal with fewer
+    // digits than its scale, a timestamp without seconds), which stopped the load with a
+    // message naming only the log file.
+    for (case, (data_type, good, bad)) in [
+        ("long", "1", "abc"),
+        ("decimal(5,2)", "1.25", "1.5"),
+        ("timestamp", "2021-09-08 11:11:00", "2021-09-08 11:11"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let root = dir.path().join(format!("partition-{case}"));
+        raw_table(
+            &root,
+            protocol_1_2(),
+            json!([
+                {"name": "x", "type": "long", "nullable": true, "metadata": {}},
+                {"name": "p", "type": data_type, "nullable": true, "metadata": {}},
+            ]),
+            &["p"],
+            json!({}),
+            Vec::new(),
+            [good, bad]
+                .iter()
+                .zip(["good", "bad"])
+                .map(|(v, dir)| RawFile {
+                    log_path: format!("{dir}/f.parquet"),
+                    disk_path: format!("{dir}/f.parquet"),
+                    bytes: parquet(vec![("x", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]),
+                    partition_values: json!({ "p": v }),
+                })
+                .collect(),
+        );
+        let fixture = Fixture::at(&root);
+        let listing = fixture.listing();
+        let output = cli(&["optimize", &fixture.location()]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{data_type}: {message}");
+        for needle in ["bad/f.parquet", &format!("'{bad}'"), "'p'", data_type] {
+            assert!(
+                message.contains(needle),
+                "{data_type}: {needle} not in {message}"
+            );
+        }
+        assert_eq!(fixture.listing(), listing, "{data_type}");
     }
-    assert_eq!(fixture.listing(), listing);
 }
 
 // ---- 7. empty-string and null partition values ---------------------------------------
