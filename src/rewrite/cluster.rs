@@ -1241,17 +1241,7 @@ fn sorted_piece(
             let sources: Vec<&RecordBatch> = sources.iter().collect();
             return rows
                 .chunks(GATHER_ROWS)
-                .map(|chunk| {
-                    if cancel.load(Ordering::Relaxed) {
-                        return Err(Error::Cancelled);
-                    }
-                    let indices: Vec<(usize, usize)> = chunk
-                        .iter()
-                        .map(|&(_, b, r)| (b as usize, r as usize))
-                        .collect();
-                    interleave_record_batch(&sources, &indices)
-                        .map_err(|e| Error::arrow("gathering a range", e))
-                })
+                .map(|chunk| interleave_chunk(&sources, chunk, cancel))
                 .collect();
         }
         // The piece's rows in one batch (a sequential copy of the piece's bytes), then
@@ -1283,6 +1273,23 @@ fn sorted_piece(
             })
             .collect()
     })
+}
+
+/// The rows `chunk` names (key, batch, row) of `sources`, in that order, in one batch
+/// (`interleave` over the sources); [`Error::Cancelled`] once `cancel` is set.
+fn interleave_chunk(
+    sources: &[&RecordBatch],
+    chunk: &[(u64, u32, u32)],
+    cancel: &AtomicBool,
+) -> Result<RecordBatch> {
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    let indices: Vec<(usize, usize)> = chunk
+        .iter()
+        .map(|&(_, b, r)| (b as usize, r as usize))
+        .collect();
+    interleave_record_batch(sources, &indices).map_err(|e| Error::arrow("gathering a range", e))
 }
 
 /// Sorts `rows` (key, batch, row) of `batches` by key, stably, orders runs of equal keys by
@@ -1321,19 +1328,7 @@ fn write_sorted(
     for rows in rows.chunks(window) {
         let gathered = rows
             .par_chunks(GATHER_ROWS)
-            .map(|chunk| {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(Error::Cancelled);
-                }
-                let indices: Vec<(usize, usize)> = chunk
-                    .iter()
-                    .map(|&(_, b, r)| (b as usize, r as usize))
-                    .collect();
-                clock.time(Stage::Gather, || {
-                    interleave_record_batch(&sources, &indices)
-                        .map_err(|e| Error::arrow("gathering a range", e))
-                })
-            })
+            .map(|chunk| clock.time(Stage::Gather, || interleave_chunk(&sources, chunk, cancel)))
             .collect::<Result<Vec<_>>>()?;
         for batch in gathered {
             out.push(batch)?;

@@ -522,30 +522,28 @@ fn ordered_files(location: &str) -> Vec<Vec<String>> {
     files
 }
 
-/// A memory budget of 1/8 or 1/64 of the data clusters out of core, each range in pieces,
-/// and so does a budget that keeps the rows in memory but cuts their ranges in small pieces
-/// (1/256 of it): each writes exactly the files an unbounded run writes, row for row,
-/// leaving no spill file behind.
-#[test]
-fn out_of_core_clustering_writes_the_same_files() {
-    let mut rng = StdRng::seed_from_u64(21);
+/// `(files, batches, rows)`: that many files of that many batches of that many rows, with
+/// columns `a` (long, each value from `a`), `b` (double, uniform in [-1, 1)) and `c`
+/// (string, from `c` and the row's number in its batch), drawn from `rng` column by column;
+/// and their Arrow memory, bytes.
+fn abc_files(
+    rng: &mut StdRng,
+    (files, batches, rows): (usize, usize, usize),
+    mut a: impl FnMut(&mut StdRng) -> Option<i64>,
+    mut c: impl FnMut(&mut StdRng, usize) -> Option<String>,
+) -> (Vec<Vec<RecordBatch>>, u64) {
     let schema = Arc::new(Schema::new(vec![
         Field::new("a", DataType::Int64, true),
         Field::new("b", DataType::Float64, true),
         Field::new("c", DataType::Utf8, true),
     ]));
-    let files: Vec<Vec<RecordBatch>> = (0..12)
+    let files: Vec<Vec<RecordBatch>> = (0..files)
         .map(|_| {
-            (0..3)
+            (0..batches)
                 .map(|_| {
-                    let n = 4_000;
-                    let a: Vec<Option<i64>> = (0..n)
-                        .map(|_| rng.random_bool(0.95).then(|| rng.random_range(0..1_000)))
-                        .collect();
-                    let b: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-                    let c: Vec<String> = (0..n)
-                        .map(|i| format!("row-{i}-{}", rng.random_range(0..50)))
-                        .collect();
+                    let a: Vec<Option<i64>> = (0..rows).map(|_| a(rng)).collect();
+                    let b: Vec<f64> = (0..rows).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    let c: Vec<Option<String>> = (0..rows).map(|i| c(rng, i)).collect();
                     RecordBatch::try_new(
                         schema.clone(),
                         vec![
@@ -559,11 +557,27 @@ fn out_of_core_clustering_writes_the_same_files() {
                 .collect()
         })
         .collect();
-    let in_memory_bytes: u64 = files
+    let bytes = files
         .iter()
         .flatten()
         .map(|b| b.get_array_memory_size() as u64)
         .sum();
+    (files, bytes)
+}
+
+/// A memory budget of 1/8 or 1/64 of the data clusters out of core, each range in pieces,
+/// and so does a budget that keeps the rows in memory but cuts their ranges in small pieces
+/// (1/256 of it): each writes exactly the files an unbounded run writes, row for row,
+/// leaving no spill file behind.
+#[test]
+fn out_of_core_clustering_writes_the_same_files() {
+    let mut rng = StdRng::seed_from_u64(21);
+    let (files, in_memory_bytes) = abc_files(
+        &mut rng,
+        (12, 3, 4_000),
+        |rng| rng.random_bool(0.95).then(|| rng.random_range(0..1_000)),
+        |rng, i| Some(format!("row-{i}-{}", rng.random_range(0..50))),
+    );
     let dir = tempfile::tempdir().unwrap();
     let source = synthetic_table(dir.path(), "source", &files);
     let total = load(&source.display().to_string()).totals().bytes;
@@ -619,50 +633,21 @@ fn out_of_core_clustering_writes_the_same_files() {
 #[test]
 fn a_piece_of_one_heavy_key_is_gathered_from_its_slices_to_the_same_files() {
     let mut rng = StdRng::seed_from_u64(40);
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("a", DataType::Int64, true),
-        Field::new("b", DataType::Float64, true),
-        Field::new("c", DataType::Utf8, true),
-    ]));
-    let files: Vec<Vec<RecordBatch>> = (0..8)
-        .map(|_| {
-            (0..4)
-                .map(|_| {
-                    let n = 10_000;
-                    let a: Vec<Option<i64>> = (0..n)
-                        .map(|_| {
-                            if rng.random_bool(0.9) {
-                                Some(7)
-                            } else {
-                                rng.random_bool(0.95).then(|| rng.random_range(0..1_000))
-                            }
-                        })
-                        .collect();
-                    let b: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-                    let c: Vec<Option<String>> = (0..n)
-                        .map(|i| {
-                            rng.random_bool(0.9)
-                                .then(|| format!("value-{i}-{}", rng.random_range(0..500)))
-                        })
-                        .collect();
-                    RecordBatch::try_new(
-                        schema.clone(),
-                        vec![
-                            Arc::new(Int64Array::from(a)),
-                            Arc::new(Float64Array::from(b)),
-                            Arc::new(StringArray::from(c)),
-                        ],
-                    )
-                    .unwrap()
-                })
-                .collect()
-        })
-        .collect();
-    let in_memory_bytes: u64 = files
-        .iter()
-        .flatten()
-        .map(|b| b.get_array_memory_size() as u64)
-        .sum();
+    let (files, in_memory_bytes) = abc_files(
+        &mut rng,
+        (8, 4, 10_000),
+        |rng| {
+            if rng.random_bool(0.9) {
+                Some(7)
+            } else {
+                rng.random_bool(0.95).then(|| rng.random_range(0..1_000))
+            }
+        },
+        |rng, i| {
+            rng.random_bool(0.9)
+                .then(|| format!("value-{i}-{}", rng.random_range(0..500)))
+        },
+    );
     let dir = tempfile::tempdir().unwrap();
     let source = synthetic_table(dir.path(), "source", &files);
     let total = load(&source.display().to_string()).totals().bytes;
