@@ -54,6 +54,9 @@ TESTDATA_TABLES = [
     # collated UTF8_LCASE.
     "materialized-partitions-spark",
     "collations-spark",
+    # UniForm (icebergCompatV2), Spark 4.3's files with Parquet field ids, an array, a map
+    # and a struct; the Iceberg side is scripts/check-uniform.py's.
+    "uniform-spark",
 ]
 
 

@@ -81,6 +81,10 @@ pub struct InspectReport {
     pub feature_support: BTreeMap<String, String>,
     /// Table properties.
     pub properties: BTreeMap<String, String>,
+    /// What Iceberg readers read, when UniForm generates Iceberg metadata for the table
+    /// ([`crate::table::iceberg::view`], which the caller reads: this report is built from
+    /// the log alone); `None` otherwise.
+    pub iceberg: Option<crate::table::iceberg::IcebergView>,
 }
 
 /// Builds the report; `target_file_bytes` overrides the table's own target.
@@ -160,7 +164,11 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
         columns,
         protocol: table.protocol.clone(),
         features: table.protocol.effective_features(),
-        unsupported_features: table.protocol.unsupported(),
+        unsupported_features: {
+            let mut refused = table.protocol.unsupported();
+            refused.extend(crate::table::iceberg::writer_rule_fault(table));
+            refused
+        },
         feature_support: table
             .protocol
             .feature_support()
@@ -168,6 +176,7 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
             .map(|(f, reason)| (f, reason.unwrap_or_else(|| "supported".into())))
             .collect(),
         properties: table.properties.clone(),
+        iceberg: None,
     })
 }
 

@@ -1,7 +1,7 @@
 //! The `optimize` job: load -> gate -> plan -> rewrite -> commit, end to end.
 //!
 //! ```text
-//!   TableView::load ──> ProtocolInfo::check_writable ──> plan::plan ──> rewrite::execute ──> commit
+//!   TableView::load ──> TableView::check_writable ──> plan::plan ──> rewrite::execute ──> commit
 //!     (async I/O)            (pure)                        (pure)        (rayon pool)       (async I/O)
 //! ```
 //! A failure anywhere before the commit deletes the files written so far; nothing is
@@ -91,6 +91,11 @@ pub struct OptimizeOutcome {
     pub checkpoint: Option<u64>,
     /// Where the run's time went, stage by stage ([`rewrite::timings`]).
     pub timings: rewrite::timings::Timings,
+    /// A UniForm table's Iceberg view after the commit ([`crate::table::iceberg::view`]):
+    /// the Delta version Iceberg readers still read, which this run does not convert.
+    /// `None` for other tables, a dry run, or a run that committed nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iceberg: Option<crate::table::iceberg::IcebergView>,
 }
 
 /// Output files per partition below which a clustering run cannot buy skipping: with
@@ -182,7 +187,7 @@ fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S
 /// Must be called on a multi-threaded tokio runtime: the rewrite blocks rayon threads on it.
 ///
 /// # Errors
-/// Everything [`TableView::load`], [`crate::table::ProtocolInfo::check_writable`],
+/// Everything [`TableView::load`], [`TableView::check_writable`],
 /// [`rewrite()`] and [`Rewritten::commit`] return. On any error nothing is committed and the
 /// files written so far are deleted.
 pub async fn optimize(
@@ -313,6 +318,17 @@ impl Rewritten {
                 None
             }
         };
+        // UniForm: the Iceberg view is left to the next Delta writer with UniForm on, and
+        // stated (`crate::table::iceberg`); reading it cannot fail a committed run.
+        outcome.iceberg = match crate::table::iceberg::view(&table).await {
+            Ok(view) => view,
+            Err(e) => {
+                log::warn!(
+                    "version {version} is committed; the table's Iceberg metadata could not be read: {e}"
+                );
+                None
+            }
+        };
         clock.add(
             rewrite::timings::Stage::Commit,
             committing.0.elapsed(),
@@ -404,7 +420,7 @@ pub async fn rewrite(
             ),
         ));
     }
-    table.protocol.check_writable(&table.display_location())?;
+    table.check_writable()?;
     // The location must take writes, and a commit must be an atomic put-if-absent: checked
     // before any work, so a read-only table fails at once with nothing written.
     if !options.dry_run {
@@ -457,6 +473,7 @@ pub async fn rewrite(
         figures: None,
         checkpoint: None,
         timings: rewrite::timings::Timings::default(),
+        iceberg: None,
     };
     let mut reader = Reader::for_table(&table)?;
     reader.sample = options.sample;

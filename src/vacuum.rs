@@ -105,6 +105,10 @@ pub struct VacuumReport {
     pub files: Vec<VacuumedFile>,
     /// Their total size, bytes.
     pub bytes: u64,
+    /// A UniForm table's Iceberg view ([`crate::table::iceberg::view`]): the files of its
+    /// Delta version were kept, and the `metadata` directory was not touched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iceberg: Option<crate::table::iceberg::IcebergView>,
 }
 
 /// A path with every percent escape decoded, repeatedly: the planner, the log and the
@@ -163,16 +167,18 @@ fn live_paths(table: &TableView) -> Result<std::collections::HashSet<String>> {
 /// Whether a path component is hidden from vacuum, as Delta Spark's
 /// `DeltaTableUtils.isHiddenDirectory` decides for directories and file names alike: a name
 /// starting with `_` or `.`, unless it is a partition directory (`col=`), `_change_data` or
-/// `_delta_index`. (The deltalake planner applies the rule to a path's first character only,
+/// `_delta_index`; and, on a UniForm table ([`crate::table::iceberg::uniform_iceberg`]), a
+/// name `metadata`, where the Iceberg metadata is. (The deltalake planner applies the rule to a path's first character only,
 /// so `p=1/_SUCCESS` or `p=1/.part-0.crc` would go.)
-fn is_hidden(name: &str, partition_columns: &[String]) -> bool {
-    (name.starts_with('.') || name.starts_with('_'))
-        && !name.starts_with("_delta_index")
-        && !name.starts_with("_change_data")
-        && !partition_columns.iter().any(|c| {
-            name.strip_prefix(c.as_str())
-                .is_some_and(|rest| rest.starts_with('='))
-        })
+fn is_hidden(name: &str, partition_columns: &[String], iceberg_metadata: bool) -> bool {
+    (iceberg_metadata && name == crate::table::iceberg::METADATA_DIRECTORY)
+        || (name.starts_with('.') || name.starts_with('_'))
+            && !name.starts_with("_delta_index")
+            && !name.starts_with("_change_data")
+            && !partition_columns.iter().any(|c| {
+                name.strip_prefix(c.as_str())
+                    .is_some_and(|rest| rest.starts_with('='))
+            })
 }
 
 /// The table's retention in hours, from `delta.deletedFileRetentionDuration` (`interval N
@@ -228,7 +234,7 @@ fn parse_interval_hours(text: &str) -> Option<f64> {
 /// * [`Error::Delta`] / [`Error::ObjectStore`] when planning or deleting fails; files deleted
 ///   before the failure stay deleted (each was unreferenced).
 pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<VacuumReport> {
-    table.protocol.check_writable(&table.display_location())?;
+    table.check_writable()?;
     let (hours, table_hours) = retention_hours(table, options)?;
     let delta_error = |context: &str, e| Error::delta(context.to_string(), e);
     let loaded = DeltaTableBuilder::from_url(table.location.clone())
@@ -259,12 +265,32 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .await
         .map_err(|e| delta_error("planning the vacuum", e))?;
     let store = table.log_store.object_store(None);
-    let live = live_paths(table)?;
+    let mut live = live_paths(table)?;
+    // UniForm: Iceberg readers read the files of the version the Iceberg metadata describes,
+    // which may be older than the latest (a rewrite by this tool is converted by the next
+    // Delta writer with UniForm on): those files are kept too.
+    let iceberg = crate::table::iceberg::view(table).await?;
+    if let Some(v) = iceberg
+        .as_ref()
+        .and_then(|view| view.delta_version)
+        .filter(|&v| v < table.version)
+    {
+        let read = TableView::load(table.source.clone(), Some(v))
+            .await
+            .map_err(|e| Error::UnsupportedFeatures {
+                table: table.display_location(),
+                features: vec![format!(
+                    "UniForm (Iceberg readers read version {v}, as the table's Iceberg metadata says, and its files cannot be listed to keep them: {e})"
+                )],
+            })?;
+        live.extend(live_paths(&read)?);
+    }
     let paths = unneeded_paths(
         metrics.files_deleted,
         &recent,
         &live,
         &table.partition_physical_names,
+        crate::table::iceberg::uniform_iceberg(&table.properties),
     );
     // Tombstones outlive their files (an earlier vacuum deleted them): only files that
     // exist are listed.
@@ -285,6 +311,7 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         dry_run: options.dry_run,
         bytes: files.iter().map(|f| f.size_bytes).sum(),
         files,
+        iceberg,
     })
 }
 
@@ -351,12 +378,16 @@ fn unneeded_paths(
     recent: &std::collections::HashSet<String>,
     live: &std::collections::HashSet<String>,
     partition_columns: &[String],
+    iceberg_metadata: bool,
 ) -> Vec<String> {
     let mut paths: Vec<String> = planned
         .into_iter()
         .filter(|p| !recent.contains(&loose(p)))
         .filter(|p| !live.contains(&loose(p)))
-        .filter(|p| !p.split('/').any(|part| is_hidden(part, partition_columns)))
+        .filter(|p| {
+            !p.split('/')
+                .any(|part| is_hidden(part, partition_columns, iceberg_metadata))
+        })
         // The local store's staging names (`...#<n>`): it cannot even stat them; those of
         // killed runs are taken below, by their age.
         .filter(|p| !is_local_staging(p))
@@ -511,11 +542,15 @@ mod tests {
     #[test]
     fn hidden_names_are_skipped_at_every_level() {
         let partitions = vec!["_p".to_string()];
-        assert!(is_hidden("_SUCCESS", &partitions));
-        assert!(is_hidden(".part-0.parquet.crc", &partitions));
-        assert!(!is_hidden("_p=1", &partitions));
-        assert!(!is_hidden("_change_data", &partitions));
-        assert!(!is_hidden("part-0.parquet", &partitions));
+        assert!(is_hidden("_SUCCESS", &partitions, false));
+        assert!(is_hidden(".part-0.parquet.crc", &partitions, false));
+        assert!(!is_hidden("_p=1", &partitions, false));
+        assert!(!is_hidden("_change_data", &partitions, false));
+        assert!(!is_hidden("part-0.parquet", &partitions, false));
+        // UniForm's Iceberg metadata, as Delta Spark's `isHiddenDirectory` hides it.
+        assert!(is_hidden("metadata", &partitions, true));
+        assert!(!is_hidden("metadata", &partitions, false));
+        assert!(!is_hidden("metadata.parquet", &partitions, true));
     }
 
     #[test]

@@ -654,7 +654,8 @@ fn run_inspect(context: &Context, args: args::InspectArgs) -> anyhow::Result<Exi
     let mut stdout: &mut dyn std::io::Write = &mut **out;
     let target = config::size(crate::Setting::TargetFileSize, args.target_size.as_deref())?;
     let table = runtime.block_on(crate::table::TableView::load(at(&args.table), args.version))?;
-    let report = crate::inspect::inspect(&table, target)?;
+    let mut report = crate::inspect::inspect(&table, target)?;
+    report.iceberg = runtime.block_on(crate::table::iceberg::view(&table))?;
     if args.json {
         // A string first: a closed pipe then surfaces as an io::Error (exit 0).
         writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;

@@ -66,7 +66,19 @@ pub fn inspect(out: &mut impl Write, r: &InspectReport) -> io::Result<()> {
         writeln!(out, "           {feature:<24} {verdict}")?;
     }
     if !r.unsupported_features.is_empty() {
+        // What is not a feature (listed above with its reason): a protocol version past
+        // this tool's, a rule of the table's Iceberg compatibility the table breaks.
+        for refused in r.unsupported_features.iter().filter(|u| {
+            !r.feature_support
+                .keys()
+                .any(|f| u.starts_with(&format!("{f} (")))
+        }) {
+            writeln!(out, "           refused: {refused}")?;
+        }
         writeln!(out, "           optimize and vacuum refuse this table")?;
+    }
+    if let Some(iceberg) = &r.iceberg {
+        writeln!(out, "uniform    {}", iceberg.statement(r.version))?;
     }
     writeln!(out, "\nfile sizes")?;
     let widest = r
@@ -178,7 +190,11 @@ pub fn optimize(out: &mut impl Write, o: &OptimizeOutcome) -> io::Result<()> {
                 writeln!(out, "{}", left_alone.trim_start_matches("; "))
             }
         })
-        .and_then(|()| timings(out, &o.timings)),
+        .and_then(|()| timings(out, &o.timings))
+        .and_then(|()| match &o.iceberg {
+            Some(iceberg) => writeln!(out, "uniform: {}", iceberg.statement(version)),
+            None => Ok(()),
+        }),
     }?;
     gain(out, o)
 }
@@ -357,6 +373,7 @@ pub fn optimize_json(o: &OptimizeOutcome) -> Value {
         "bytes_past_deadline": o.bytes_past_deadline,
         "figures": o.figures,
         "timings": timings_json(&o.timings),
+        "iceberg": o.iceberg,
         // The work order (`plan`'s document) when the run kept it, else the plan.
         "plan": o.work_order.as_ref().map_or_else(
             || serde_json::to_value(&o.plan).unwrap_or(Value::Null),
@@ -796,7 +813,15 @@ pub fn vacuum(out: &mut impl Write, r: &crate::vacuum::VacuumReport) -> io::Resu
         r.version,
         r.retention_hours,
         r.table_retention_hours
-    )
+    )?;
+    match &r.iceberg {
+        Some(iceberg) => writeln!(
+            out,
+            "uniform: {}; metadata/ is Iceberg's and was left alone",
+            iceberg.statement(r.version)
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Text form of `history`: one aligned row per OPTIMIZE run, newest first; `-` where the

@@ -263,7 +263,7 @@ fn run_bin(
     progress.bin_started(bin);
     let directory = partition.directory.clone();
     // `materializePartitionColumns`: the bin's partition values in every file it writes.
-    let constants = if table.protocol.materializes_partition_columns() {
+    let constants = if table.materializes_partition_columns() {
         let first = bin.files.first().map(|&i| &table.files[i]);
         let values = first
             .map(|f| f.partition_values.clone())

@@ -172,7 +172,7 @@ pub async fn sweep(
     let started = Instant::now();
     check_options(options)?;
     let table = TableView::load(location, None).await?;
-    table.protocol.check_writable(&table.display_location())?;
+    table.check_writable()?;
     check_against_table(&table, options)?;
     let mut table = table;
     let selected_by = select(&mut table, options)?;

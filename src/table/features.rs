@@ -70,6 +70,15 @@ use crate::error::{Error, Result};
 ///   and the `collations` domain are left as they are. A collated column cannot be a curve
 ///   column (a curve orders UTF-8 bytes, not the collation), refused by name (PROTOCOL.md
 ///   "Collations Table Feature").
+/// * `icebergCompatV1`, `icebergCompatV2` and `icebergWriterCompatV1` (UniForm): when one
+///   is active, the table is checked against its writer rules before anything is written
+///   (column mapping on, no deletion vectors, only the types it allows, every nested id), and
+///   new files follow them: Parquet field ids from the column mapping ids (and the `element`,
+///   `key` and `value` ids of `delta.columnMapping.nested.ids`), the partition columns
+///   materialized, INT64 timestamps, `numRecords` in every `add`. The Iceberg metadata is
+///   not regenerated: the next Delta writer with UniForm converts this tool's commits; until
+///   then Iceberg readers read the removed files, which hold the same rows, and `vacuum`
+///   keeps them and the `metadata` directory (see [`super::iceberg`]).
 /// * `rowTracking`: stable row IDs and commit versions are written into the materialized
 ///   columns of the new files, which get fresh `baseRowId`s above the high-water mark
 ///   (PROTOCOL.md "Row Tracking"; see [`super::row_tracking`]).
@@ -100,20 +109,19 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "variantShredding-preview",
     "materializePartitionColumns",
     "collations",
+    "icebergCompatV1",
+    "icebergCompatV2",
+    "icebergWriterCompatV1",
 ];
 
 /// The writer feature that asks for partition columns in the data files.
 pub const MATERIALIZE_PARTITION_COLUMNS: &str = "materializePartitionColumns";
 
-const UNIFORM: &str = "UniForm tables need their Iceberg metadata regenerated after a rewrite, which this tool does not do; compact with Delta Spark's OPTIMIZE, or turn UniForm off (delta.universalFormat.enabledFormats) and drop the feature";
 const CATALOG: &str = "a catalog-managed table is committed to through its catalog, and PROTOCOL.md (Catalog-managed tables) lets no writer commit, OPTIMIZE included, without the catalog's permission; this tool does not talk to catalogs: run OPTIMIZE through the catalog's engine";
 
 /// Features this tool refuses, each with the reason a user can act on. Any feature in
 /// neither list is refused as unknown ([`support`]).
 pub const REFUSED_FEATURES: &[(&str, &str)] = &[
-    ("icebergCompatV1", UNIFORM),
-    ("icebergCompatV2", UNIFORM),
-    ("icebergWriterCompatV1", UNIFORM),
     ("catalogManaged", CATALOG),
     ("catalogOwned-preview", CATALOG),
 ];
@@ -338,15 +346,23 @@ mod tests {
             3,
             7,
             &["variantType", "collations"],
-            &["variantType", "icebergCompatV2", "fancyNew", "collations"],
+            &[
+                "variantType",
+                "icebergCompatV2",
+                "fancyNew",
+                "catalogManaged",
+            ],
         );
         let unsupported = p.unsupported();
         assert_eq!(unsupported.len(), 2, "{unsupported:?}");
-        assert!(unsupported[0].starts_with("fancyNew (unknown to delta-layout"));
-        assert!(unsupported[1].starts_with("icebergCompatV2 (UniForm"));
+        assert!(unsupported[0].starts_with("catalogManaged (a catalog-managed table"));
+        assert!(unsupported[1].starts_with("fancyNew (unknown to delta-layout"));
         let err = p.check_writable("t").unwrap_err().to_string();
         assert!(
-            err.contains("fancyNew") && err.contains("Iceberg") && !err.contains("variantType"),
+            err.contains("fancyNew")
+                && err.contains("catalog")
+                && !err.contains("variantType")
+                && !err.contains("icebergCompatV2"),
             "{err}"
         );
         assert_eq!(

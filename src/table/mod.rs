@@ -12,6 +12,7 @@
 mod convert;
 pub mod escapes;
 pub mod features;
+pub mod iceberg;
 pub mod location;
 pub mod log;
 pub mod log_check;
@@ -740,6 +741,39 @@ impl TableView {
             .into_iter()
             .filter(|leaf| !self.partition_columns.contains(&leaf.logical[0]))
             .collect()
+    }
+
+    /// Checks that the table may be rewritten: its features
+    /// ([`ProtocolInfo::check_writable`]) and, when IcebergCompatV1 or V2 is active, the
+    /// writer rules the table itself must keep for a writer to follow them
+    /// ([`iceberg::writer_rule_fault`]); under column mapping, nested ids that parse
+    /// ([`schema::nested_ids_fault`]).
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedFeatures`] naming every unsupported feature, or the Iceberg rule
+    /// the table breaks, with the table's location.
+    pub fn check_writable(&self) -> Result<()> {
+        self.protocol.check_writable(&self.display_location())?;
+        let nested_ids = (self.column_mapping != ColumnMappingMode::None)
+            .then(|| schema::nested_ids_fault(&self.schema, false))
+            .flatten();
+        match nested_ids.or_else(|| iceberg::writer_rule_fault(self)) {
+            None => Ok(()),
+            Some(rule) => Err(Error::UnsupportedFeatures {
+                table: self.display_location(),
+                features: vec![rule],
+            }),
+        }
+    }
+
+    /// Whether new data files must hold the partition columns: the
+    /// `materializePartitionColumns` feature ([`ProtocolInfo::materializes_partition_columns`])
+    /// or an active IcebergCompatV1 or V2, whose writers must materialize them (PROTOCOL.md
+    /// "Writer Requirements for IcebergCompatV2").
+    #[must_use]
+    pub fn materializes_partition_columns(&self) -> bool {
+        self.protocol.materializes_partition_columns()
+            || !iceberg::active_compat(&self.protocol, &self.properties).is_empty()
     }
 
     /// A table property, if set.

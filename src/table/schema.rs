@@ -329,20 +329,153 @@ pub(crate) fn materialized_partition_columns(
 }
 
 fn physical_field(field: &StructField, mode: ColumnMappingMode) -> Result<Field> {
-    let data_type = arrow_type(field.data_type(), mode)?;
-    let mut out = Field::new(physical_name(field, mode), data_type, field.is_nullable());
-    if mode == ColumnMappingMode::Id
+    let name = physical_name(field, mode);
+    let nested = if mode == ColumnMappingMode::None {
+        NestedIds::default()
+    } else {
+        NestedIds::of(field)?
+    };
+    let data_type = arrow_type(field.data_type(), mode, &nested, &name)?;
+    let mut out = Field::new(name, data_type, field.is_nullable());
+    if mode != ColumnMappingMode::None
         && let Some(id) = field_id(field)
     {
-        out = out.with_metadata(HashMap::from([(
-            PARQUET_FIELD_ID_META_KEY.to_string(),
-            id.to_string(),
-        )]));
+        out = out.with_metadata(field_id_metadata(id));
     }
     Ok(out)
 }
 
-fn arrow_type(data_type: &DataType, mode: ColumnMappingMode) -> Result<ArrowType> {
+fn field_id_metadata(id: i64) -> HashMap<String, String> {
+    HashMap::from([(PARQUET_FIELD_ID_META_KEY.to_string(), id.to_string())])
+}
+
+/// The identifiers of the `element`, `key` and `value` fields of the arrays and maps under
+/// one [`StructField`], from its metadata `delta.columnMapping.nested.ids` (or the older
+/// `parquet.field.nested.ids`): keys are paths from the field's physical name, such as
+/// `col-a.element` or `col-b.value.element` (PROTOCOL.md "Writer Requirements for
+/// IcebergCompatV2").
+#[derive(Debug, Default)]
+struct NestedIds(BTreeMap<String, i64>);
+
+impl NestedIds {
+    /// The nested ids `field` declares; none when it declares none.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] for ids that do not parse: tables are checked by
+    /// [`nested_ids_fault`] before any rewrite ([`crate::table::TableView::check_writable`]).
+    fn of(field: &StructField) -> Result<Self> {
+        let Some(value) = field
+            .metadata()
+            .get(NESTED_IDS_KEY)
+            .or_else(|| field.metadata().get(LEGACY_NESTED_IDS_KEY))
+        else {
+            return Ok(Self::default());
+        };
+        parse_nested_ids(value)
+            .map(Self)
+            .map_err(|reason| Error::Internal(format!("column '{}': {reason}", field.name())))
+    }
+
+    fn field(&self, name: &str, data_type: ArrowType, nullable: bool, path: &str) -> Field {
+        let field = Field::new(name, data_type, nullable);
+        match self.0.get(path) {
+            Some(&id) => field.with_metadata(field_id_metadata(id)),
+            None => field,
+        }
+    }
+}
+
+/// Field metadata key of the nested ids (PROTOCOL.md "Writer Requirements for
+/// IcebergCompatV2").
+pub const NESTED_IDS_KEY: &str = "delta.columnMapping.nested.ids";
+/// The key Delta Spark used for nested ids before [`NESTED_IDS_KEY`], still read.
+const LEGACY_NESTED_IDS_KEY: &str = "parquet.field.nested.ids";
+
+fn parse_nested_ids(
+    value: &deltalake::kernel::MetadataValue,
+) -> std::result::Result<BTreeMap<String, i64>, String> {
+    let deltalake::kernel::MetadataValue::Other(serde_json::Value::Object(map)) = value else {
+        return Err(format!("{NESTED_IDS_KEY} is not a JSON object"));
+    };
+    map.iter()
+        .map(|(k, v)| {
+            v.as_i64()
+                .filter(|id| i32::try_from(*id).is_ok())
+                .map(|id| (k.clone(), id))
+                .ok_or_else(|| format!("{NESTED_IDS_KEY} '{k}' is {v}, not a 32-bit integer"))
+        })
+        .collect()
+}
+
+/// The first fault of `schema`'s nested ids, as a message naming the column: a
+/// `delta.columnMapping.nested.ids` that is not a map of 32-bit integers, or, with
+/// `require_every` (IcebergCompatV2 active), an array or map whose `element`, `key` or
+/// `value` has no identifier in its nearest struct field's map (PROTOCOL.md "Writer
+/// Requirements for IcebergCompatV2"). `None` when there is none.
+#[must_use]
+pub fn nested_ids_fault(schema: &StructType, require_every: bool) -> Option<String> {
+    fn inner(data_type: &DataType, ids: &BTreeMap<String, i64>, path: &str) -> Option<String> {
+        let need = |key: String| (!ids.contains_key(&key)).then_some(key);
+        match data_type {
+            DataType::Array(a) => {
+                let key = format!("{path}.element");
+                need(key.clone()).or_else(|| inner(&a.element_type, ids, &key))
+            }
+            DataType::Map(m) => {
+                let key = format!("{path}.key");
+                let value = format!("{path}.value");
+                need(key.clone())
+                    .or_else(|| need(value.clone()))
+                    .or_else(|| inner(&m.key_type, ids, &key))
+                    .or_else(|| inner(&m.value_type, ids, &value))
+            }
+            _ => None,
+        }
+    }
+    fn walk(field: &StructField, require_every: bool) -> Option<String> {
+        let ids = match field
+            .metadata()
+            .get(NESTED_IDS_KEY)
+            .or_else(|| field.metadata().get(LEGACY_NESTED_IDS_KEY))
+        {
+            None => BTreeMap::new(),
+            Some(value) => match parse_nested_ids(value) {
+                Ok(ids) => ids,
+                Err(reason) => return Some(format!("column '{}': {reason}", field.name())),
+            },
+        };
+        let physical = physical_name(field, ColumnMappingMode::Name);
+        let missing = require_every
+            .then(|| inner(field.data_type(), &ids, &physical))
+            .flatten()
+            .map(|key| {
+                format!(
+                    "column '{}' has no identifier for '{key}' in {NESTED_IDS_KEY}, which icebergCompatV2 requires",
+                    field.name()
+                )
+            });
+        missing.or_else(|| children(field.data_type(), require_every))
+    }
+    fn children(data_type: &DataType, require_every: bool) -> Option<String> {
+        match data_type {
+            DataType::Struct(s) => s.fields().find_map(|f| walk(f, require_every)),
+            DataType::Array(a) => children(&a.element_type, require_every),
+            DataType::Map(m) => children(&m.key_type, require_every)
+                .or_else(|| children(&m.value_type, require_every)),
+            _ => None,
+        }
+    }
+    schema.fields().find_map(|f| walk(f, require_every))
+}
+
+/// The Arrow type of `data_type`; `path` is the nested-id path of this position (the nearest
+/// struct field's physical name, then `.element`, `.key`, `.value`).
+fn arrow_type(
+    data_type: &DataType,
+    mode: ColumnMappingMode,
+    nested: &NestedIds,
+    path: &str,
+) -> Result<ArrowType> {
     Ok(match data_type {
         DataType::Primitive(p) => match p {
             PrimitiveType::Byte => ArrowType::Int8,
@@ -368,26 +501,40 @@ fn arrow_type(data_type: &DataType, mode: ColumnMappingMode) -> Result<ArrowType
                 )));
             }
         },
-        DataType::Array(array) => ArrowType::List(Arc::new(Field::new(
-            "element",
-            arrow_type(&array.element_type, mode)?,
-            array.contains_null,
-        ))),
-        DataType::Map(map) => ArrowType::Map(
-            Arc::new(Field::new(
-                "key_value",
-                ArrowType::Struct(Fields::from(vec![
-                    Field::new("key", arrow_type(&map.key_type, mode)?, false),
-                    Field::new(
-                        "value",
-                        arrow_type(&map.value_type, mode)?,
-                        map.value_contains_null,
-                    ),
-                ])),
+        DataType::Array(array) => {
+            let element = format!("{path}.element");
+            ArrowType::List(Arc::new(nested.field(
+                "element",
+                arrow_type(&array.element_type, mode, nested, &element)?,
+                array.contains_null,
+                &element,
+            )))
+        }
+        DataType::Map(map) => {
+            let key = format!("{path}.key");
+            let value = format!("{path}.value");
+            ArrowType::Map(
+                Arc::new(Field::new(
+                    "key_value",
+                    ArrowType::Struct(Fields::from(vec![
+                        nested.field(
+                            "key",
+                            arrow_type(&map.key_type, mode, nested, &key)?,
+                            false,
+                            &key,
+                        ),
+                        nested.field(
+                            "value",
+                            arrow_type(&map.value_type, mode, nested, &value)?,
+                            map.value_contains_null,
+                            &value,
+                        ),
+                    ])),
+                    false,
+                )),
                 false,
-            )),
-            false,
-        ),
+            )
+        }
         DataType::Struct(inner) => ArrowType::Struct(Fields::from(
             inner
                 .fields()

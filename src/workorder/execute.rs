@@ -55,7 +55,7 @@ pub async fn execute(
         ));
     }
     let table = order.table_view(storage_options)?;
-    table.protocol.check_writable(&table.display_location())?;
+    table.check_writable()?;
     let plan = order.plan_for(&table, &wanted)?;
     let mut options = options.clone().with_codec(codec);
     if options.memory_limit_bytes.is_none() {

@@ -464,7 +464,7 @@ fn check_header(value: &Value, kind: &str, document: &str) -> Result<()> {
 /// the table (the S3 probe object is deleted again).
 ///
 /// # Errors
-/// Everything [`TableView::load`], [`crate::table::ProtocolInfo::check_writable`],
+/// Everything [`TableView::load`], [`TableView::check_writable`],
 /// [`plan::plan`] and [`crate::commit::check_atomic_commits`] return.
 pub async fn plan(
     location: impl Into<TableLocation>,
@@ -486,7 +486,7 @@ pub async fn plan_within_budget(
     split: &SplitOptions,
 ) -> Result<(WorkOrder, Option<crate::gain::Selection>)> {
     let table = TableView::load(location, None).await?;
-    table.protocol.check_writable(&table.display_location())?;
+    table.check_writable()?;
     let mut plan = crate::prepare::plan_sized(&table, options).await?;
     if plan.run_id.is_empty() {
         plan.run_id = plan::new_run_id();

@@ -207,18 +207,18 @@ fn refused_feature_exits_2_naming_it() {
         &[
             serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
             "readerFeatures": [],
-            "writerFeatures": ["appendOnly", "invariants", "icebergCompatV2"]}}),
+            "writerFeatures": ["appendOnly", "invariants", "icebergCompatV3"]}}),
         ],
     );
     expect_error(
         &fixture,
         &["optimize", "{}"],
-        &["icebergCompatV2", "the table was not changed"],
+        &["icebergCompatV3", "the table was not changed"],
     );
     expect_error(
         &fixture,
         &["optimize", "{}", "--dry-run"],
-        &["icebergCompatV2"],
+        &["icebergCompatV3"],
     );
 }
 
@@ -285,6 +285,8 @@ fn every_feature_is_supported_or_refused_with_a_reason() {
         ("variantShredding-preview", true),
         ("materializePartitionColumns", false),
         ("collations", false),
+        // Supported, not active (no `delta.enableIcebergCompatV2`): no rule applies.
+        ("icebergCompatV2", false),
     ];
     for (feature, in_reader) in supported {
         let fixture = Fixture::copy("basic-with-checkpoint");
@@ -312,7 +314,7 @@ fn every_feature_is_supported_or_refused_with_a_reason() {
         );
         assert_eq!(rows(&location), before, "{feature}");
     }
-    let writer_only = ["icebergCompatV2", "someFeatureFromTheFuture"];
+    let writer_only = ["icebergCompatV3", "someFeatureFromTheFuture"];
     for feature in writer_only {
         let fixture = Fixture::copy("basic-with-checkpoint");
         let reader: Vec<&str> = vec![];

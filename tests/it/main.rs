@@ -19,6 +19,7 @@ mod row_tracking;
 mod scheduled;
 mod selection;
 mod sweep;
+mod uniform;
 mod variant;
 mod verify;
 mod workorder;

@@ -37,6 +37,7 @@ pub const ACCEPTED: &[&str] = &[
     "stats-missing-partial",
     "stats-parsed-only-checkpoint",
     "timestamp-ntz-partitioned",
+    "uniform-spark",
     "v2-checkpoint-databricks",
     "v2-checkpoint-sidecars",
     "zorder-optimized",
@@ -470,13 +471,13 @@ fn refused_features_are_named_and_nothing_is_written() {
     fixture.write_commit(
         fixture.next_version(),
         &[json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-            "readerFeatures": [], "writerFeatures": ["appendOnly", "invariants", "icebergCompatV2"]}})],
+            "readerFeatures": [], "writerFeatures": ["appendOnly", "invariants", "icebergCompatV3"]}})],
     );
     let listing = fixture.listing();
     let err = optimize(&fixture.location(), &OptimizeOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("icebergCompatV2"), "{err}");
+    assert!(err.contains("icebergCompatV3"), "{err}");
     assert_eq!(fixture.listing(), listing);
 }
 
