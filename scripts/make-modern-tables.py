@@ -11,7 +11,7 @@ Columns" / the `materializePartitionColumns` writer feature, "Collations" (the `
 writer feature, `__COLLATIONS` field metadata, `statsWithCollation`), "Partition Value
 Serialization", "Add File" and "Per-file Statistics".
 
-Three tables:
+Four tables:
 
 * `materialized-partitions-spark`: writer feature `materializePartitionColumns`, partitioned
   by `region` (string, with a null partition) and `day` (date); every data file holds the
@@ -27,6 +27,10 @@ Three tables:
   map<string,int>, `point` struct<x double, y double>. Spark writes each file with Parquet
   field ids from the column mapping ids (not on the array's element or the map's key and
   value: a plain Spark writer cannot); the schema holds the nested ids.
+* `geospatial-spark`: the reader-writer feature `geospatial`; `shape` is `geometry(SRID:0)`
+  and `area` `geography(OGC:CRS84, SPHERICAL)`, which Spark 4.3 writes as Parquet GEOMETRY
+  and GEOGRAPHY (WKB points); `id` long. 3 files of 100 rows in 3 appends. delta-layout
+  refuses it, naming the columns (its kernel cannot parse the types).
 * `collations-spark`: writer features `collations` and `domainMetadata`; `name` is
   `STRING COLLATE UTF8_LCASE` (Spark 4's `collate`), `city` a plain string, `id` long.
   4 files of 200 rows in 4 appends; each file's stats hold UTF-8 binary min/max for `name`
@@ -367,12 +371,66 @@ def uniform(spark, root):
         commit(root, i, spark, actions, ["region"])
 
 
+GEOSPATIAL_ROWS = """
+select id,
+  st_geomfromwkb(unhex(concat('0101000000', hex(reverse(unhex(lpad(hex(id), 16, '0')))),
+    '0000000000000040'))) as shape,
+  st_geogfromwkb(unhex('0101000000000000000000F03F0000000000000040')) as area
+from range({lo}, {hi})
+"""
+
+
+def geospatial(spark, root):
+    """Delta 4's geospatial types: Spark 4.3 writes a `geometry(SRID:0)` and a
+    `geography(OGC:CRS84, SPHERICAL)` column as Parquet GEOMETRY and GEOGRAPHY (WKB binaries),
+    and the log declares them with the reader-writer feature `geospatial` (delta-kernel-java's
+    `GeoSpatialTableFeature`), type strings as Spark's schema JSON spells them."""
+    fresh(root)
+    for i in range(3):
+        lo, hi = i * 100, (i + 1) * 100
+        rows = spark.sql(GEOSPATIAL_ROWS.format(lo=lo, hi=hi))
+        types = {f["name"]: f["type"] for f in json.loads(rows.schema.json())["fields"]}
+        rel, table = write_file(spark, root, GEOSPATIAL_ROWS.format(lo=lo, hi=hi), "", i)
+        assert table.column_names == ["id", "shape", "area"], table.column_names
+        ids = min_max(table.column("id"))
+        stats = {"numRecords": table.num_rows, "minValues": {"id": ids[0]}, "maxValues": {"id": ids[1]},
+                 "nullCount": {c: table.column(c).null_count for c in ["id", "shape", "area"]}}
+        actions = []
+        if i == 0:
+            schema = {"type": "struct", "fields": [
+                field("id", "long", nullable=False),
+                field("shape", types["shape"]),
+                field("area", types["area"]),
+            ]}
+            actions.append({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                                         "readerFeatures": ["geospatial"],
+                                         "writerFeatures": ["geospatial"]}})
+            actions.append({"metaData": {
+                "id": str(uuid.UUID(int=(44 << 64) + 3)),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema),
+                "partitionColumns": [],
+                "configuration": {},
+                "createdTime": CREATED,
+            }})
+        actions.append({"add": {
+            "path": rel,
+            "partitionValues": {},
+            "size": os.path.getsize(os.path.join(root, rel)),
+            "modificationTime": CREATED + i * 1000,
+            "dataChange": True,
+            "stats": json.dumps(stats),
+        }})
+        commit(root, i, spark, actions, [])
+
+
 def main():
     out = sys.argv[1]
     spark = spark_session()
     materialized_partitions(spark, os.path.join(out, "materialized-partitions-spark"))
     collations(spark, os.path.join(out, "collations-spark"))
     uniform(spark, os.path.join(out, "uniform-spark"))
+    geospatial(spark, os.path.join(out, "geospatial-spark"))
     spark.stop()
 
 

@@ -72,7 +72,9 @@ use crate::error::{Error, Result};
 ///   "Collations Table Feature").
 /// * `icebergCompatV1`, `icebergCompatV2` and `icebergWriterCompatV1` (UniForm): when one
 ///   is active, the table is checked against its writer rules before anything is written
-///   (column mapping on, no deletion vectors, only the types it allows, every nested id), and
+///   (column mapping on, no deletion vectors, only the types it allows, every nested id;
+///   for `icebergWriterCompatV1` also its RFC's: column mapping `id`, physical names
+///   `col-<id>`, no byte or short, its feature allowlist), and
 ///   new files follow them: Parquet field ids from the column mapping ids (and the `element`,
 ///   `key` and `value` ids of `delta.columnMapping.nested.ids`), the partition columns
 ///   materialized, INT64 timestamps, `numRecords` in every `add`. The Iceberg metadata is
@@ -117,6 +119,7 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
 /// The writer feature that asks for partition columns in the data files.
 pub const MATERIALIZE_PARTITION_COLUMNS: &str = "materializePartitionColumns";
 
+const GEOSPATIAL: &str = "Delta's geospatial types (geometry, geography) cannot be read by the delta-kernel this delta-layout is built with";
 const CATALOG: &str = "a catalog-managed table is committed to through its catalog, and PROTOCOL.md (Catalog-managed tables) lets no writer commit, OPTIMIZE included, without the catalog's permission; this tool does not talk to catalogs: run OPTIMIZE through the catalog's engine";
 
 /// Features this tool refuses, each with the reason a user can act on. Any feature in
@@ -124,6 +127,7 @@ const CATALOG: &str = "a catalog-managed table is committed to through its catal
 pub const REFUSED_FEATURES: &[(&str, &str)] = &[
     ("catalogManaged", CATALOG),
     ("catalogOwned-preview", CATALOG),
+    ("geospatial", GEOSPATIAL),
 ];
 
 /// Whether this tool supports `feature`: `Ok(())`, or the reason it is refused.

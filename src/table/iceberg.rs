@@ -45,6 +45,8 @@ pub const PROP_ICEBERG_COMPAT_V1: &str = "delta.enableIcebergCompatV1";
 pub const PROP_ICEBERG_COMPAT_V2: &str = "delta.enableIcebergCompatV2";
 /// Table property listing the formats UniForm generates metadata for (`iceberg`, `hudi`).
 pub const PROP_UNIVERSAL_FORMATS: &str = "delta.universalFormat.enabledFormats";
+/// Table property that turns IcebergWriterCompatV1 on.
+pub const PROP_ICEBERG_WRITER_COMPAT_V1: &str = "delta.enableIcebergWriterCompatV1";
 /// Table property that turns deletion vectors on.
 pub const PROP_DELETION_VECTORS: &str = "delta.enableDeletionVectors";
 /// The directory, under the table root, where Delta's converter writes Iceberg metadata.
@@ -114,7 +116,9 @@ pub fn uniform_iceberg(properties: &BTreeMap<String, String>) -> bool {
 /// The first writer rule of the table's active Iceberg compatibility that the table itself
 /// breaks, so that no file this tool writes could follow it, as a message naming the rule and
 /// the column or property; `None` when there is none (or no compatibility is active).
-/// Source: PROTOCOL.md "Writer Requirements for IcebergCompatV1" and "... V2".
+/// Source: PROTOCOL.md "Writer Requirements for IcebergCompatV1" and "... V2"; for
+/// `icebergWriterCompatV1`, its RFC (delta-io/delta
+/// `protocol_rfcs/iceberg-writer-compat-v1.md`).
 #[must_use]
 pub fn writer_rule_fault(table: &TableView) -> Option<String> {
     let active = active_compat(&table.protocol, &table.properties);
@@ -152,6 +156,145 @@ pub fn writer_rule_fault(table: &TableView) -> Option<String> {
         return Some(column);
     }
     nested_ids_fault(&table.schema, compat == IcebergCompat::V2)
+        .or_else(|| writer_compat_fault(table, compat))
+}
+
+/// Features a table with IcebergWriterCompatV1 active may have (RFC "IcebergWriterCompatV1",
+/// delta-io/delta `protocol_rfcs/iceberg-writer-compat-v1.md`, "Allowed Supported list of
+/// features").
+const WRITER_COMPAT_ALLOWED: &[&str] = &[
+    "appendOnly",
+    "columnMapping",
+    "icebergWriterCompatV1",
+    "icebergCompatV2",
+    "domainMetadata",
+    "vacuumProtocolCheck",
+    "v2Checkpoint",
+    "inCommitTimestamp",
+    "clustering",
+    "timestampNtz",
+    "typeWidening",
+];
+
+/// Features such a table may list but not have active, each with the property that would
+/// make it active (the legacy ones with column metadata are checked by their keys).
+const WRITER_COMPAT_INACTIVE: &[(&str, Option<&str>)] = &[
+    ("invariants", None),
+    ("changeDataFeed", Some("delta.enableChangeDataFeed")),
+    ("checkConstraints", None),
+    ("identityColumns", None),
+    ("generatedColumns", None),
+    ("rowTracking", Some("delta.enableRowTracking")),
+];
+
+/// The first rule of IcebergWriterCompatV1 (active: the feature listed and
+/// [`PROP_ICEBERG_WRITER_COMPAT_V1`] true) the table breaks: IcebergCompatV2 active, column
+/// mapping `id`, every physical name `col-<id>`, no byte or short column, and only the
+/// features its RFC allows (the legacy ones inactive).
+fn writer_compat_fault(table: &TableView, compat: IcebergCompat) -> Option<String> {
+    let features = table.protocol.effective_features();
+    if !features.iter().any(|f| f == "icebergWriterCompatV1")
+        || !is_true(&table.properties, PROP_ICEBERG_WRITER_COMPAT_V1)
+    {
+        return None;
+    }
+    let name = "icebergWriterCompatV1";
+    if compat != IcebergCompat::V2 {
+        return Some(format!("{name} requires icebergCompatV2 active"));
+    }
+    if table.column_mapping != ColumnMappingMode::Id {
+        return Some(format!(
+            "{name} requires column mapping mode 'id' (delta.columnMapping.mode)"
+        ));
+    }
+    for feature in &features {
+        if WRITER_COMPAT_ALLOWED.contains(&feature.as_str()) {
+            continue;
+        }
+        match WRITER_COMPAT_INACTIVE.iter().find(|(f, _)| f == feature) {
+            None => return Some(format!("{name} does not allow the feature {feature}")),
+            Some((_, Some(property))) if is_true(&table.properties, property) => {
+                return Some(format!(
+                    "{name} requires {feature} inactive, and {property} is true"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(key) = table
+        .properties
+        .keys()
+        .find(|k| k.starts_with("delta.constraints."))
+    {
+        return Some(format!(
+            "{name} requires CHECK constraints inactive, and the table has {key}"
+        ));
+    }
+    fn walk(fields: &mut dyn Iterator<Item = &StructField>, path: &[String]) -> Option<String> {
+        for field in fields {
+            let mut p = path.to_vec();
+            p.push(field.name().clone());
+            let column = crate::column::format_path(&p);
+            let metadata = field.metadata();
+            if let Some(key) = [
+                "delta.invariants",
+                "delta.generationExpression",
+                "delta.identity.start",
+                "delta.identity.step",
+                "delta.identity.highWaterMark",
+                "delta.identity.allowExplicitInsert",
+            ]
+            .into_iter()
+            .find(|k| metadata.contains_key(*k))
+            {
+                return Some(format!(
+                    "icebergWriterCompatV1 does not allow column '{column}' to have {key}"
+                ));
+            }
+            let id = match metadata.get("delta.columnMapping.id") {
+                Some(deltalake::kernel::MetadataValue::Number(n)) => Some(*n),
+                _ => None,
+            };
+            let physical = crate::table::schema::physical_name(field, ColumnMappingMode::Id);
+            if id.is_none_or(|id| physical != format!("col-{id}")) {
+                return Some(format!(
+                    "icebergWriterCompatV1 requires the physical name of column '{column}' to be col-<its column mapping id>, and it is '{physical}'"
+                ));
+            }
+            if small_integers(field.data_type()) {
+                return Some(format!(
+                    "icebergWriterCompatV1 does not allow column '{column}' of type {}",
+                    field.data_type()
+                ));
+            }
+            if let Some(found) = walk_type(field.data_type(), &p) {
+                return Some(found);
+            }
+        }
+        None
+    }
+    fn walk_type(data_type: &DataType, path: &[String]) -> Option<String> {
+        match data_type {
+            DataType::Struct(inner) => walk(&mut inner.fields(), path),
+            DataType::Array(a) => walk_type(&a.element_type, path),
+            DataType::Map(m) => {
+                walk_type(&m.key_type, path).or_else(|| walk_type(&m.value_type, path))
+            }
+            _ => None,
+        }
+    }
+    walk(&mut table.schema.fields(), &[])
+}
+
+/// Whether `data_type` is byte or short, or holds them through arrays and maps (a struct's
+/// fields are fields of their own).
+fn small_integers(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Primitive(p) => matches!(p, PrimitiveType::Byte | PrimitiveType::Short),
+        DataType::Array(a) => small_integers(&a.element_type),
+        DataType::Map(m) => small_integers(&m.key_type) || small_integers(&m.value_type),
+        DataType::Struct(_) | DataType::Variant(_) => false,
+    }
 }
 
 /// The first column of `schema` of a type `compat` does not allow, as a message: V1 blocks

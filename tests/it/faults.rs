@@ -1435,6 +1435,28 @@ fn expect_refused(location: &str, commands: &[&str], needles: &[&str]) {
     }
 }
 
+/// Delta 4's geospatial types on a table Spark 4.3 wrote (`testdata/geospatial-spark`, Parquet
+/// GEOMETRY and GEOGRAPHY columns, feature `geospatial`): `inspect`, `optimize` and `vacuum`
+/// refuse it alike, exit 2, naming the log file, the column and its type as Spark spells it,
+/// and leave every file as it was.
+#[test]
+fn a_spark_written_geospatial_table_is_refused_naming_its_column() {
+    let fixture = Fixture::copy("geospatial-spark");
+    let location = fixture.location();
+    let files = fixture.listing();
+    expect_refused(
+        &location,
+        &["inspect", "optimize", "vacuum"],
+        &[
+            "_delta_log/00000000000000000000.json",
+            "column 'shape' of type 'geometry(SRID:0)'",
+            "geospatial types",
+            "cannot be rewritten",
+        ],
+    );
+    assert_eq!(fixture.listing(), files);
+}
+
 #[test]
 fn kernel_errors_name_the_table_and_the_log_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -298,10 +298,11 @@ type Edit = dyn Fn(&mut Value, &mut Value);
 
 /// A UniForm table that breaks a writer rule of icebergCompatV2 is refused, naming the rule,
 /// by `optimize` (nothing written) and by `inspect`: deletion vectors enabled, an array
-/// without the id of its element, IcebergCompatV1 on beside V2.
+/// without the id of its element, IcebergCompatV1 on beside V2, IcebergWriterCompatV1
+/// (its RFC) without column mapping `id`.
 #[test]
 fn a_uniform_table_that_breaks_an_iceberg_rule_is_refused_by_name() {
-    let cases: [(&str, &Edit, &[&str]); 3] = [
+    let cases: [(&str, &Edit, &[&str]); 4] = [
         (
             "deletion vectors on",
             &|protocol, metadata| {
@@ -344,6 +345,17 @@ fn a_uniform_table_that_breaks_an_iceberg_rule_is_refused_by_name() {
                 metadata["configuration"]["delta.enableIcebergCompatV1"] = json!("true");
             },
             &["icebergCompatV1", "icebergCompatV2"],
+        ),
+        (
+            "icebergWriterCompatV1 on a table in column mapping mode name",
+            &|protocol, metadata| {
+                protocol["writerFeatures"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!("icebergWriterCompatV1"));
+                metadata["configuration"]["delta.enableIcebergWriterCompatV1"] = json!("true");
+            },
+            &["icebergWriterCompatV1", "'id'", "delta.columnMapping.mode"],
         ),
     ];
     for (case, edit, words) in cases {
