@@ -25,7 +25,9 @@ Then:
   (one `replace` snapshot: the Delta version's removes and adds, its `delta-version`), is
   accepted by pyiceberg's own schema check of the new files by their field ids alone, and
   pyiceberg reads the same rows from delta-layout's files; Spark's Parquet reader does too;
-* `vacuum --retain 0` then deletes Spark's files, and every reader still reads the same rows.
+* `vacuum --retain 0` keeps Spark's files while the metadata file before the current one
+  still names their version, and deletes them after one more conversion; every reader still
+  reads the same rows.
 """
 
 import json
@@ -127,9 +129,10 @@ def make_iceberg(path, work):
     catalog = SqlCatalog("uniform", uri=f"sqlite:///{work}/catalog.db", warehouse=f"file://{work}/warehouse")
     catalog.create_namespace("delta")
     spec = PartitionSpec(PartitionField(source_id=8, field_id=1000, transform=IdentityTransform(), name="region"))
-    table = catalog.create_table("delta.uniform", schema=schema, location=f"file://{path}", partition_spec=spec,
-                                 properties={"schema.name-mapping.default": json.dumps(mapping)})
     delta = DeltaTable(path)
+    table = catalog.create_table("delta.uniform", schema=schema, location=f"file://{path}", partition_spec=spec,
+                                 properties={"schema.name-mapping.default": json.dumps(mapping),
+                                             "delta-version": str(delta.version())})
     adds = pa.table(delta.get_add_actions(flatten=True)).to_pylist()
     with table.transaction() as tx:
         with tx.update_snapshot().fast_append() as append:
@@ -239,7 +242,7 @@ def main():
               len(before) == 900 and iceberg_rows(stale) == before)
         said = run(binary, "inspect", path)
         check("inspect states the Iceberg view is at the latest version",
-              f"describes the latest version ({latest})" in said, said)
+              f"describes version {latest}, this one" in said, said)
 
         outputs = [run(binary, "optimize", path, "--target-size", "64KiB", "--no-report")]
         outputs.append(run(binary, "optimize", path, "--hilbert", "id,amount", "--target-size", "6KiB",
@@ -282,12 +285,19 @@ def main():
               iceberg_rows(fresh) == before)
         said = run(binary, "inspect", path)
         check("inspect states the Iceberg view is at the latest version again",
-              f"describes the latest version ({hilbert})" in said, said)
+              f"describes version {hilbert}, this one" in said, said)
+        said = json.loads(run(binary, "vacuum", path, "--retain", "0", "--risk-breaking-readers", "--json"))
+        check("vacuum keeps Spark's files while the metadata file before the current one names "
+              "their version", said["files"] == [] and all(os.path.exists(f) for f in spark_files),
+              said["files"][:3])
+        # The next conversion (a later Delta commit's, here a metadata-only one).
+        with table.transaction() as tx:
+            tx.set_properties({"delta-version": str(hilbert)})
         said = json.loads(run(binary, "vacuum", path, "--retain", "0", "--risk-breaking-readers", "--json"))
         deleted = {os.path.join(path, f["path"]) for f in said["files"]}
-        check("vacuum now deletes Spark's files, and pyiceberg and delta-rs read the same rows",
-              deleted == spark_files and iceberg_rows(fresh) == before and delta_rows(path) == before,
-              f"deleted {sorted(deleted)[:3]}")
+        check("then vacuum deletes Spark's files, and pyiceberg and delta-rs read the same rows",
+              deleted == spark_files and iceberg_rows(table.metadata_location) == before
+              and delta_rows(path) == before, f"deleted {sorted(deleted)[:3]}")
 
         from pyspark.sql import SparkSession
         spark = (SparkSession.builder.master("local[1]").appName("check-uniform")

@@ -5,6 +5,7 @@
 //!   [`Error::WorkOrder`].
 //! * **Table state** (the user or another writer changed or owns the table):
 //!   [`Error::NotWritable`] (the operator grants write access), [`Error::NoTable`], [`Error::NotADeltaTable`], [`Error::DamagedLog`], [`Error::UnsupportedFeatures`],
+//!   [`Error::BrokenFeatureRule`], [`Error::IcebergMetadata`],
 //!   [`Error::ConcurrentModification`], [`Error::CommitStopped`], [`Error::CommitOutcomeUnknown`],
 //!   [`Error::LayoutRegression`],
 //!   [`Error::DataFile`].
@@ -146,6 +147,31 @@ pub enum Error {
         table: String,
         /// Each unsupported feature (reader or writer), as named in the protocol.
         features: Vec<String>,
+    },
+    /// The table breaks a rule that its own table features ask every writer to keep (an
+    /// active IcebergCompat feature without column mapping, a nested id missing, ...), so no
+    /// file written into it could keep the rule. Nothing was written.
+    #[error(
+        "table '{table}' breaks a rule of its table features that every writer must keep: {rule}; \
+         the table was not changed"
+    )]
+    BrokenFeatureRule {
+        /// The table location.
+        table: String,
+        /// The rule and what breaks it, naming the feature, property or column.
+        rule: String,
+    },
+    /// A UniForm table's Iceberg metadata (`metadata/*.metadata.json`) cannot tell which
+    /// Delta version Iceberg readers read: not readable as JSON, no `delta-version`, a version
+    /// the table does not have, or one whose log is gone. `vacuum` deletes nothing then.
+    #[error("table '{table}': Iceberg metadata file '{file}' {message}")]
+    IcebergMetadata {
+        /// The table location.
+        table: String,
+        /// The metadata file, relative to the table root (`metadata/...`).
+        file: String,
+        /// What is wrong with it.
+        message: String,
     },
     /// Another writer committed a change that conflicts with this run (for example it removed
     /// one of the files this run rewrote). The files this run wrote were deleted; the table is

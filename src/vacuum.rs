@@ -231,6 +231,9 @@ fn parse_interval_hours(text: &str) -> Option<f64> {
 ///   (nothing is deleted).
 /// * [`Error::InvalidOption`] (`--retain`) for a negative retention, or one below the
 ///   table's without [`VacuumOptions::with_short_retention`].
+/// * [`Error::IcebergMetadata`] on a UniForm table whose Iceberg metadata cannot tell which
+///   Delta version Iceberg readers read ([`crate::table::iceberg::read_versions`]), or names
+///   one whose files cannot be listed (nothing is deleted).
 /// * [`Error::Delta`] / [`Error::ObjectStore`] when planning or deleting fails; files deleted
 ///   before the failure stay deleted (each was unreferenced).
 pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<VacuumReport> {
@@ -268,20 +271,25 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
     let mut live = live_paths(table)?;
     // UniForm: Iceberg readers read the files of the version the Iceberg metadata describes,
     // which may be older than the latest (a rewrite by this tool is converted by the next
-    // Delta writer with UniForm on): those files are kept too.
+    // Delta writer with UniForm on): those files are kept too, for the current metadata file
+    // and the ones just before it (`KEPT_METADATA_FILES`).
     let iceberg = crate::table::iceberg::view(table).await?;
-    if let Some(v) = iceberg
-        .as_ref()
-        .and_then(|view| view.delta_version)
-        .filter(|&v| v < table.version)
-    {
+    let mut kept_versions: Vec<(String, u64)> = crate::table::iceberg::read_versions(table)
+        .await?
+        .into_iter()
+        .filter(|(_, v)| *v < table.version)
+        .collect();
+    kept_versions.sort_by_key(|(_, v)| *v);
+    kept_versions.dedup_by_key(|(_, v)| *v);
+    for (file, v) in kept_versions {
         let read = TableView::load(table.source.clone(), Some(v))
             .await
-            .map_err(|e| Error::UnsupportedFeatures {
+            .map_err(|e| Error::IcebergMetadata {
                 table: table.display_location(),
-                features: vec![format!(
-                    "UniForm (Iceberg readers read version {v}, as the table's Iceberg metadata says, and its files cannot be listed to keep them: {e})"
-                )],
+                file,
+                message: format!(
+                    "names Delta version {v}, whose files cannot be listed to keep them ({e})"
+                ),
             })?;
         live.extend(live_paths(&read)?);
     }

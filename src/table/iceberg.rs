@@ -37,7 +37,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::table::TableView;
 use crate::table::features::ProtocolInfo;
-use crate::table::schema::{ColumnMappingMode, nested_ids_fault};
+use crate::table::schema::{ColumnMappingMode, field_ids_fault};
 
 /// Table property that turns IcebergCompatV1 on.
 pub const PROP_ICEBERG_COMPAT_V1: &str = "delta.enableIcebergCompatV1";
@@ -127,7 +127,13 @@ pub fn writer_rule_fault(table: &TableView) -> Option<String> {
             "icebergCompatV2 requires icebergCompatV1 inactive, and both are on ({PROP_ICEBERG_COMPAT_V1}, {PROP_ICEBERG_COMPAT_V2})"
         ));
     }
-    let compat = *active.first()?;
+    let Some(&compat) = active.first() else {
+        return uniform_iceberg(&table.properties).then(|| {
+            format!(
+                "UniForm's Iceberg metadata ({PROP_UNIVERSAL_FORMATS} iceberg) requires icebergCompatV1 or icebergCompatV2 active (the feature in the protocol and {PROP_ICEBERG_COMPAT_V1} or {PROP_ICEBERG_COMPAT_V2} true), and neither is"
+            )
+        });
+    };
     let name = compat.feature();
     if table.column_mapping == ColumnMappingMode::None {
         return Some(format!(
@@ -155,8 +161,82 @@ pub fn writer_rule_fault(table: &TableView) -> Option<String> {
     if let Some(column) = first_type_fault(&table.schema, compat) {
         return Some(column);
     }
-    nested_ids_fault(&table.schema, compat == IcebergCompat::V2)
+    field_ids_fault(&table.schema, compat == IcebergCompat::V2)
+        .or_else(|| type_change_fault(&table.schema, compat))
         .or_else(|| writer_compat_fault(table, compat))
+}
+
+/// The first type change recorded in the schema (`delta.typeChanges`, PROTOCOL.md "Type
+/// Change Metadata") that Iceberg V2's schema evolution does not allow, as a message: Iceberg
+/// allows int to long, float to double and a decimal's precision raised at the same scale
+/// (byte and short are Iceberg ints, so widening among byte, short and integer changes
+/// nothing there). PROTOCOL.md: "When the Type Widening table feature is supported, require
+/// that all type changes applied on the table are supported by Iceberg V2".
+fn type_change_fault(schema: &StructType, compat: IcebergCompat) -> Option<String> {
+    fn allowed(from: &str, to: &str) -> bool {
+        let int_family = |t: &str| matches!(t, "byte" | "short" | "integer");
+        if (int_family(from) && (int_family(to) || to == "long"))
+            || (from == "float" && to == "double")
+        {
+            return true;
+        }
+        let decimal = |t: &str| -> Option<(u32, u32)> {
+            let inner = t.strip_prefix("decimal(")?.strip_suffix(')')?;
+            let (p, s) = inner.split_once(',')?;
+            Some((p.trim().parse().ok()?, s.trim().parse().ok()?))
+        };
+        matches!((decimal(from), decimal(to)), (Some((p1, s1)), Some((p2, s2))) if s1 == s2 && p2 >= p1)
+    }
+    fn walk(
+        fields: &mut dyn Iterator<Item = &StructField>,
+        path: &[String],
+        compat: IcebergCompat,
+    ) -> Option<String> {
+        for field in fields {
+            let mut p = path.to_vec();
+            p.push(field.name().clone());
+            if let Some(deltalake::kernel::MetadataValue::Other(serde_json::Value::Array(
+                changes,
+            ))) = field.metadata().get("delta.typeChanges")
+            {
+                for change in changes {
+                    let text = |k: &str| {
+                        change
+                            .get(k)
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or("?")
+                    };
+                    let (from, to) = (text("fromType"), text("toType"));
+                    if !allowed(from, to) {
+                        return Some(format!(
+                            "{} allows only the type changes Iceberg V2 allows, and column '{}' was changed from {from} to {to} (delta.typeChanges)",
+                            compat.feature(),
+                            crate::column::format_path(&p)
+                        ));
+                    }
+                }
+            }
+            let found = match field.data_type() {
+                DataType::Struct(inner) => walk(&mut inner.fields(), &p, compat),
+                other => nested(other, &p, compat),
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+    fn nested(data_type: &DataType, path: &[String], compat: IcebergCompat) -> Option<String> {
+        match data_type {
+            DataType::Struct(inner) => walk(&mut inner.fields(), path, compat),
+            DataType::Array(a) => nested(&a.element_type, path, compat),
+            DataType::Map(m) => {
+                nested(&m.key_type, path, compat).or_else(|| nested(&m.value_type, path, compat))
+            }
+            _ => None,
+        }
+    }
+    walk(&mut schema.fields(), &[], compat)
 }
 
 /// Features a table with IcebergWriterCompatV1 active may have (RFC "IcebergWriterCompatV1",
@@ -343,11 +423,11 @@ fn first_type_fault(schema: &StructType, compat: IcebergCompat) -> Option<String
     walk(&mut schema.fields(), &[], compat)
 }
 
-/// What Iceberg readers of a UniForm table read: the newest Iceberg `metadata.json` under
+/// What Iceberg readers of a UniForm table read: the current Iceberg `metadata.json` under
 /// [`METADATA_DIRECTORY`] and the Delta version it describes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IcebergView {
-    /// The newest metadata file, relative to the table root
+    /// The current metadata file, relative to the table root
     /// (`metadata/00003-<uuid>.metadata.json` or `metadata/v3.metadata.json`); `None` when
     /// the directory holds none (UniForm on, nothing converted yet).
     pub metadata_file: Option<String>,
@@ -357,91 +437,199 @@ pub struct IcebergView {
 }
 
 impl IcebergView {
-    /// A sentence for the user on how the Iceberg view stands after Delta version
-    /// `latest` (the version a run committed, or the table's).
+    /// A sentence for the user on how the Iceberg view stands against Delta version
+    /// `version` (the version a run committed, or the one inspected).
     #[must_use]
-    pub fn statement(&self, latest: u64) -> String {
+    pub fn statement(&self, version: u64) -> String {
         match (&self.metadata_file, self.delta_version) {
-            (Some(file), Some(v)) if v >= latest => {
-                format!("Iceberg metadata {file} describes the latest version ({v})")
-            }
-            (Some(file), Some(v)) => format!(
-                "Iceberg metadata {file} describes version {v}, not {latest}: Iceberg readers read the same rows from version {v}'s files until a Delta writer with UniForm converts the later commits; vacuum keeps those files"
+            (Some(file), Some(v)) if v == version => format!(
+                "Iceberg metadata {file} describes version {v}, this one: Iceberg readers read what Delta readers read"
             ),
+            (Some(file), Some(v)) if v < version => format!(
+                "Iceberg metadata {file} describes version {v}, not {version}: Iceberg readers read the same rows from version {v}'s files until a Delta writer with UniForm converts the later commits; vacuum keeps those files"
+            ),
+            (Some(file), Some(v)) => {
+                format!("Iceberg metadata {file} describes version {v}, later than {version}")
+            }
             _ => "no Iceberg metadata under metadata/ yet: the next Delta writer with UniForm generates it".to_string(),
         }
     }
 }
 
-/// Reads the Iceberg view of `table` when UniForm generates Iceberg metadata for it
-/// ([`uniform_iceberg`]); `Ok(None)` when it does not.
-///
-/// The newest metadata file is the one of the highest version in its name (Iceberg's
-/// `<version>-<uuid>.metadata.json`, or `v<version>.metadata.json` of file-system tables).
+/// Metadata files whose Delta versions `vacuum` keeps the files of: the current one and the
+/// one before it, since the current one of a catalog (which holds the pointer) may be older
+/// than the newest file (a conversion whose catalog commit failed leaves its file behind,
+/// until the next conversion writes a newer one).
+pub const KEPT_METADATA_FILES: usize = 2;
+
+/// The Iceberg metadata files of `table` (`metadata/<name>` directly under the table root,
+/// nothing deeper), newest first: the one `metadata/version-hint.text` names first when it
+/// names one that exists (Iceberg's file-system tables), then by the version in the name.
+/// Only Iceberg's names count: `<version>-<uuid>.metadata.json` and
+/// `v<version>.metadata.json` (`.gz` ones included, to be refused by name when read).
 ///
 /// # Errors
-/// * [`Error::ObjectStore`] when the directory cannot be listed or the file read.
-/// * [`Error::DamagedLog`] naming the metadata file when it is not JSON or its
-///   [`DELTA_VERSION_PROPERTY`] is missing or not a version: then nothing can tell which
-///   files Iceberg readers read.
-pub async fn view(table: &TableView) -> Result<Option<IcebergView>> {
-    if !uniform_iceberg(&table.properties) {
-        return Ok(None);
-    }
+/// [`Error::ObjectStore`] when the directory cannot be listed or the hint read.
+async fn metadata_files(table: &TableView) -> Result<Vec<deltalake::Path>> {
     let store = table.log_store.object_store(None);
     let prefix = deltalake::Path::from(METADATA_DIRECTORY);
-    let store_error = |path: String| {
-        move |e: deltalake::ObjectStoreError| Error::ObjectStore {
-            path,
-            source: Box::new(e),
-        }
-    };
     let listed: Vec<deltalake::ObjectMeta> = store
         .list(Some(&prefix))
         .try_collect()
         .await
-        .map_err(store_error(format!("{METADATA_DIRECTORY}/")))?;
-    let newest = listed
+        .map_err(|e| Error::ObjectStore {
+            path: format!("{METADATA_DIRECTORY}/"),
+            source: Box::new(e),
+        })?;
+    let direct = |meta: &deltalake::ObjectMeta| {
+        let parts: Vec<_> = meta.location.parts().collect();
+        (parts.len() == 2 && parts[0].as_ref() == METADATA_DIRECTORY).then(|| meta.location.clone())
+    };
+    let mut files: Vec<(u64, deltalake::Path)> = listed
         .iter()
-        .filter_map(|meta| {
-            let name = meta.location.filename()?;
-            metadata_file_version(name).map(|v| (v, meta.location.clone()))
-        })
-        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.as_ref().cmp(b.1.as_ref())));
-    let Some((_, location)) = newest else {
+        .filter_map(direct)
+        .filter_map(|path| Some((metadata_file_version(path.filename()?)?, path)))
+        .collect();
+    files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.as_ref().cmp(a.1.as_ref())));
+    let hint = deltalake::Path::from(format!("{METADATA_DIRECTORY}/version-hint.text"));
+    if listed.iter().any(|m| m.location == hint) {
+        let text = read(table, &hint).await?;
+        let hinted = std::str::from_utf8(&text)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok());
+        if let Some(position) = hinted.and_then(|v| {
+            files
+                .iter()
+                .position(|(_, p)| p.filename() == Some(&format!("v{v}.metadata.json")))
+        }) {
+            let current = files.remove(position);
+            files.insert(0, current);
+        }
+    }
+    Ok(files.into_iter().map(|(_, p)| p).collect())
+}
+
+async fn read(table: &TableView, path: &deltalake::Path) -> Result<bytes::Bytes> {
+    let store = table.log_store.object_store(None);
+    match store.get(path).await {
+        Ok(got) => got.bytes().await,
+        Err(e) => Err(e),
+    }
+    .map_err(|e| Error::ObjectStore {
+        path: path.to_string(),
+        source: Box::new(e),
+    })
+}
+
+/// The Delta version `file` (a metadata file of `table`) describes.
+///
+/// # Errors
+/// [`Error::IcebergMetadata`] naming the file when it is gzip-compressed, not JSON, or has
+/// no [`DELTA_VERSION_PROPERTY`] that is a version; [`Error::ObjectStore`] when it cannot be
+/// read.
+async fn described_version(table: &TableView, file: &deltalake::Path) -> Result<u64> {
+    let fault = |message: String| Error::IcebergMetadata {
+        table: table.display_location(),
+        file: file.to_string(),
+        message,
+    };
+    if file.as_ref().ends_with(".gz") || file.as_ref().ends_with(".gz.metadata.json") {
+        return Err(fault(
+            "is gzip-compressed (Iceberg's write.metadata.compression-codec), which delta-layout does not read, so it cannot tell which files Iceberg readers read".into(),
+        ));
+    }
+    let bytes = read(table, file).await?;
+    let json: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| fault(format!("is not JSON: {e}")))?;
+    delta_version(&json).map_err(fault)
+}
+
+/// Reads the Iceberg view of `table` when UniForm generates Iceberg metadata for it
+/// ([`uniform_iceberg`]); `Ok(None)` when it does not. The current metadata file is the one
+/// `metadata/version-hint.text` names when it names one that exists (Iceberg's file-system
+/// tables), else the one of the highest version among the files directly in `metadata/`
+/// named as Iceberg names them (`<version>-<uuid>.metadata.json`, `v<version>.metadata.json`).
+///
+/// # Errors
+/// * [`Error::ObjectStore`] when the directory cannot be listed or the file read.
+/// * [`Error::IcebergMetadata`] naming the metadata file when it is gzip-compressed, not JSON,
+///   or its [`DELTA_VERSION_PROPERTY`] is missing or not a version: then nothing can tell
+///   which files Iceberg readers read.
+pub async fn view(table: &TableView) -> Result<Option<IcebergView>> {
+    if !uniform_iceberg(&table.properties) {
+        return Ok(None);
+    }
+    let Some(current) = metadata_files(table).await?.into_iter().next() else {
         return Ok(Some(IcebergView {
             metadata_file: None,
             delta_version: None,
         }));
     };
-    let bytes = match store.get(&location).await {
-        Ok(got) => got.bytes().await,
-        Err(e) => Err(e),
-    }
-    .map_err(store_error(location.to_string()))?;
-    let file = location.to_string();
-    let damaged = |message: String| Error::DamagedLog {
-        table: table.display_location(),
-        file: file.clone(),
-        message,
-    };
-    let json: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| damaged(format!("is not an Iceberg metadata file: {e}")))?;
-    let version = delta_version(&json).map_err(damaged)?;
+    let version = described_version(table, &current).await?;
     Ok(Some(IcebergView {
-        metadata_file: Some(file),
+        metadata_file: Some(current.to_string()),
         delta_version: Some(version),
     }))
 }
 
-/// The version in an Iceberg metadata file name, `None` for any other name.
+/// The Delta versions Iceberg readers of `table` may read (the table at its latest version):
+/// those the first [`KEPT_METADATA_FILES`] metadata files describe, each with its file, for
+/// `vacuum` to keep their files. Empty when UniForm is off or nothing was converted yet.
+///
+/// # Errors
+/// As [`view`], for any of those files; [`Error::IcebergMetadata`] for a version the table
+/// does not have yet (later than `table.version`).
+pub async fn read_versions(table: &TableView) -> Result<Vec<(String, u64)>> {
+    if !uniform_iceberg(&table.properties) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for file in metadata_files(table)
+        .await?
+        .into_iter()
+        .take(KEPT_METADATA_FILES)
+    {
+        let version = described_version(table, &file).await?;
+        if version > table.version {
+            return Err(Error::IcebergMetadata {
+                table: table.display_location(),
+                file: file.to_string(),
+                message: format!(
+                    "names Delta version {version}, which the table (at version {}) does not have, so which files Iceberg readers read cannot be told",
+                    table.version
+                ),
+            });
+        }
+        out.push((file.to_string(), version));
+    }
+    Ok(out)
+}
+
+/// The version in an Iceberg metadata file name: `<version>-<uuid>.metadata.json` (the
+/// version of at least one digit, the rest a UUID) or `v<version>.metadata.json`, either
+/// with `.gz` before `.metadata.json` or after it; `None` for any other name (a bare UUID, as
+/// file-system tables' temporary files are named, or a backup).
 fn metadata_file_version(name: &str) -> Option<u64> {
-    let stem = name.strip_suffix(".metadata.json")?;
+    let stem = name
+        .strip_suffix(".metadata.json.gz")
+        .or_else(|| name.strip_suffix(".metadata.json"))?;
     let stem = stem.strip_suffix(".gz").unwrap_or(stem);
-    let digits = stem
-        .strip_prefix('v')
-        .unwrap_or_else(|| stem.split('-').next().unwrap_or(""));
-    digits.parse().ok()
+    if let Some(digits) = stem.strip_prefix('v') {
+        return digits
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| digits.parse().ok())
+            .flatten();
+    }
+    let (digits, uuid) = stem.split_once('-')?;
+    let is_uuid = uuid.len() == 36
+        && uuid.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        });
+    (is_uuid && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
 }
 
 /// The [`DELTA_VERSION_PROPERTY`] of a parsed metadata file.
@@ -473,8 +661,16 @@ mod tests {
         );
         assert_eq!(metadata_file_version("v7.metadata.json"), Some(7));
         assert_eq!(metadata_file_version("v7.gz.metadata.json"), Some(7));
+        assert_eq!(metadata_file_version("v7.metadata.json.gz"), Some(7));
         assert_eq!(metadata_file_version("snap-1-1-abc.avro"), None);
         assert_eq!(metadata_file_version("version-hint.text"), None);
+        // A bare UUID (a file-system table's temporary file) and a backup's name.
+        assert_eq!(
+            metadata_file_version("12345678-0a43-4d5e-9b9f-3e4d7a7c2b11.metadata.json"),
+            None
+        );
+        assert_eq!(metadata_file_version("00099-old.metadata.json"), None);
+        assert_eq!(metadata_file_version("v7-copy.metadata.json"), None);
     }
 
     #[test]

@@ -746,22 +746,22 @@ impl TableView {
     /// Checks that the table may be rewritten: its features
     /// ([`ProtocolInfo::check_writable`]) and, when IcebergCompatV1 or V2 is active, the
     /// writer rules the table itself must keep for a writer to follow them
-    /// ([`iceberg::writer_rule_fault`]); under column mapping, nested ids that parse
-    /// ([`schema::nested_ids_fault`]).
+    /// ([`iceberg::writer_rule_fault`]); under column mapping, field ids that a Parquet
+    /// file can carry ([`schema::field_ids_fault`]).
     ///
     /// # Errors
-    /// [`Error::UnsupportedFeatures`] naming every unsupported feature, or the Iceberg rule
-    /// the table breaks, with the table's location.
+    /// [`Error::UnsupportedFeatures`] naming every unsupported feature;
+    /// [`Error::BrokenFeatureRule`] naming the rule the table breaks.
     pub fn check_writable(&self) -> Result<()> {
         self.protocol.check_writable(&self.display_location())?;
-        let nested_ids = (self.column_mapping != ColumnMappingMode::None)
-            .then(|| schema::nested_ids_fault(&self.schema, false))
+        let ids = (self.column_mapping != ColumnMappingMode::None)
+            .then(|| schema::field_ids_fault(&self.schema, false))
             .flatten();
-        match nested_ids.or_else(|| iceberg::writer_rule_fault(self)) {
+        match ids.or_else(|| iceberg::writer_rule_fault(self)) {
             None => Ok(()),
-            Some(rule) => Err(Error::UnsupportedFeatures {
+            Some(rule) => Err(Error::BrokenFeatureRule {
                 table: self.display_location(),
-                features: vec![rule],
+                rule,
             }),
         }
     }

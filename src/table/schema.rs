@@ -362,7 +362,7 @@ impl NestedIds {
     ///
     /// # Errors
     /// [`Error::Internal`] for ids that do not parse: tables are checked by
-    /// [`nested_ids_fault`] before any rewrite ([`crate::table::TableView::check_writable`]).
+    /// [`field_ids_fault`] before any rewrite ([`crate::table::TableView::check_writable`]).
     fn of(field: &StructField) -> Result<Self> {
         let Some(value) = field
             .metadata()
@@ -407,65 +407,107 @@ fn parse_nested_ids(
         .collect()
 }
 
-/// The first fault of `schema`'s nested ids, as a message naming the column: a
-/// `delta.columnMapping.nested.ids` that is not a map of 32-bit integers, or, with
-/// `require_every` (IcebergCompatV2 active), an array or map whose `element`, `key` or
-/// `value` has no identifier in its nearest struct field's map (PROTOCOL.md "Writer
-/// Requirements for IcebergCompatV2"). `None` when there is none.
+/// The first fault of `schema`'s field ids, as a message naming the column: a
+/// `delta.columnMapping.id` or an id of `delta.columnMapping.nested.ids` that a Parquet field
+/// id cannot hold (1 to 2^31 - 1; Delta assigns them from 1), or a nested-id map that is not
+/// a map of integers. With `iceberg` (IcebergCompatV2 active), also: a field without an id,
+/// an array or map whose `element`, `key` or `value` has no id in its nearest struct field's
+/// map, and an id used twice ("These identifiers must be unique and different from those
+/// used in Column Mapping", PROTOCOL.md "Writer Requirements for IcebergCompatV2"). `None`
+/// when there is none.
 #[must_use]
-pub fn nested_ids_fault(schema: &StructType, require_every: bool) -> Option<String> {
-    fn inner(data_type: &DataType, ids: &BTreeMap<String, i64>, path: &str) -> Option<String> {
-        let need = |key: String| (!ids.contains_key(&key)).then_some(key);
-        match data_type {
-            DataType::Array(a) => {
-                let key = format!("{path}.element");
-                need(key.clone()).or_else(|| inner(&a.element_type, ids, &key))
+pub fn field_ids_fault(schema: &StructType, iceberg: bool) -> Option<String> {
+    struct Walk {
+        iceberg: bool,
+        seen: BTreeMap<i64, String>,
+    }
+    impl Walk {
+        fn id(&mut self, id: i64, what: String) -> Option<String> {
+            if !(1..=i64::from(i32::MAX)).contains(&id) {
+                return Some(format!(
+                    "{what} has id {id}, which a Parquet field id cannot hold (1 to {})",
+                    i32::MAX
+                ));
             }
-            DataType::Map(m) => {
-                let key = format!("{path}.key");
-                let value = format!("{path}.value");
-                need(key.clone())
-                    .or_else(|| need(value.clone()))
-                    .or_else(|| inner(&m.key_type, ids, &key))
-                    .or_else(|| inner(&m.value_type, ids, &value))
+            if self.iceberg
+                && let Some(other) = self.seen.insert(id, what.clone())
+            {
+                return Some(format!(
+                    "{what} and {other} have the same id {id}, which icebergCompatV2 forbids"
+                ));
             }
-            _ => None,
+            None
+        }
+        fn nested(
+            &mut self,
+            data_type: &DataType,
+            ids: &BTreeMap<String, i64>,
+            key: &str,
+            column: &str,
+        ) -> Option<String> {
+            let need = |walk: &mut Self, key: String| match ids.get(&key) {
+                Some(&id) => walk.id(id, format!("'{key}' of column '{column}'")),
+                None if walk.iceberg => Some(format!(
+                    "column '{column}' has no identifier for '{key}' in {NESTED_IDS_KEY}, which icebergCompatV2 requires"
+                )),
+                None => None,
+            };
+            match data_type {
+                DataType::Array(a) => {
+                    let k = format!("{key}.element");
+                    need(self, k.clone()).or_else(|| self.nested(&a.element_type, ids, &k, column))
+                }
+                DataType::Map(m) => {
+                    let (k, v) = (format!("{key}.key"), format!("{key}.value"));
+                    need(self, k.clone())
+                        .or_else(|| need(self, v.clone()))
+                        .or_else(|| self.nested(&m.key_type, ids, &k, column))
+                        .or_else(|| self.nested(&m.value_type, ids, &v, column))
+                }
+                DataType::Struct(s) => s.fields().find_map(|f| self.field(f)),
+                _ => None,
+            }
+        }
+        fn field(&mut self, field: &StructField) -> Option<String> {
+            let column = field.name().clone();
+            match field.metadata().get(FIELD_ID_KEY) {
+                Some(deltalake::kernel::MetadataValue::Number(n)) => {
+                    if let Some(fault) = self.id(*n, format!("column '{column}'")) {
+                        return Some(fault);
+                    }
+                }
+                None if !self.iceberg => {}
+                None => {
+                    return Some(format!(
+                        "column '{column}' has no {FIELD_ID_KEY}, which icebergCompatV2 requires"
+                    ));
+                }
+                Some(other) => {
+                    return Some(format!(
+                        "column '{column}' has {FIELD_ID_KEY} {other}, which is not an integer"
+                    ));
+                }
+            }
+            let ids = match field
+                .metadata()
+                .get(NESTED_IDS_KEY)
+                .or_else(|| field.metadata().get(LEGACY_NESTED_IDS_KEY))
+            {
+                None => BTreeMap::new(),
+                Some(value) => match parse_nested_ids(value) {
+                    Ok(ids) => ids,
+                    Err(reason) => return Some(format!("column '{column}': {reason}")),
+                },
+            };
+            let physical = physical_name(field, ColumnMappingMode::Name);
+            self.nested(field.data_type(), &ids, &physical, &column)
         }
     }
-    fn walk(field: &StructField, require_every: bool) -> Option<String> {
-        let ids = match field
-            .metadata()
-            .get(NESTED_IDS_KEY)
-            .or_else(|| field.metadata().get(LEGACY_NESTED_IDS_KEY))
-        {
-            None => BTreeMap::new(),
-            Some(value) => match parse_nested_ids(value) {
-                Ok(ids) => ids,
-                Err(reason) => return Some(format!("column '{}': {reason}", field.name())),
-            },
-        };
-        let physical = physical_name(field, ColumnMappingMode::Name);
-        let missing = require_every
-            .then(|| inner(field.data_type(), &ids, &physical))
-            .flatten()
-            .map(|key| {
-                format!(
-                    "column '{}' has no identifier for '{key}' in {NESTED_IDS_KEY}, which icebergCompatV2 requires",
-                    field.name()
-                )
-            });
-        missing.or_else(|| children(field.data_type(), require_every))
-    }
-    fn children(data_type: &DataType, require_every: bool) -> Option<String> {
-        match data_type {
-            DataType::Struct(s) => s.fields().find_map(|f| walk(f, require_every)),
-            DataType::Array(a) => children(&a.element_type, require_every),
-            DataType::Map(m) => children(&m.key_type, require_every)
-                .or_else(|| children(&m.value_type, require_every)),
-            _ => None,
-        }
-    }
-    schema.fields().find_map(|f| walk(f, require_every))
+    let mut walk = Walk {
+        iceberg,
+        seen: BTreeMap::new(),
+    };
+    schema.fields().find_map(|f| walk.field(f))
 }
 
 /// The Arrow type of `data_type`; `path` is the nested-id path of this position (the nearest

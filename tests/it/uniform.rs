@@ -281,9 +281,31 @@ fn a_uniform_table_is_rewritten_by_the_iceberg_rules_and_its_iceberg_files_are_k
     assert!(fixture.path.join(&_older).exists());
     assert_eq!(rows(&location), before);
 
-    // The next Delta writer with UniForm converted the Hilbert run: Spark's files go now.
+    // The next Delta writer with UniForm converted the Hilbert run: while the metadata file
+    // before it still names Spark's version (the catalog may still point at it), its files
+    // stay; once a later file names the Hilbert run too, they go.
     iceberg_metadata(&fixture, 3, hilbert.version.unwrap());
+    assert!(vacuum(&fixture).files.is_empty());
+    // Neither a backup below metadata/ nor a file named as no Iceberg writer names its
+    // metadata counts, whatever version it names.
+    let stray = fixture
+        .path
+        .join("metadata/backup/00099-00000000-0000-0000-0000-000000000099.metadata.json");
+    std::fs::create_dir_all(stray.parent().unwrap()).unwrap();
+    std::fs::copy(fixture.path.join(&newest), &stray).unwrap();
+    std::fs::copy(
+        fixture.path.join(&newest),
+        fixture
+            .path
+            .join("metadata/12345678-0a43-4d5e-9b9f-3e4d7a7c2b11.metadata.json"),
+    )
+    .unwrap();
+    let fourth = iceberg_metadata(&fixture, 4, hilbert.version.unwrap());
     let report = vacuum(&fixture);
+    assert_eq!(
+        report.iceberg.as_ref().unwrap().metadata_file.as_deref(),
+        Some(fourth.as_str())
+    );
     let deleted: BTreeSet<String> = report.files.iter().map(|f| f.path.clone()).collect();
     assert_eq!(deleted, spark_files);
     assert!(
@@ -293,16 +315,32 @@ fn a_uniform_table_is_rewritten_by_the_iceberg_rules_and_its_iceberg_files_are_k
     assert_eq!(rows(&location), before);
 }
 
+/// Applies `edit` to the field `name` of the schema of the `metaData` action `metadata`.
+fn edit_field(metadata: &mut Value, name: &str, edit: impl Fn(&mut Value)) {
+    let mut schema: Value =
+        serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
+    let field = schema["fields"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|f| f["name"] == name)
+        .unwrap();
+    edit(field);
+    metadata["schemaString"] = json!(schema.to_string());
+}
+
 /// A change to the first commit's `protocol` and `metaData` actions.
 type Edit = dyn Fn(&mut Value, &mut Value);
 
 /// A UniForm table that breaks a writer rule of icebergCompatV2 is refused, naming the rule,
 /// by `optimize` (nothing written) and by `inspect`: deletion vectors enabled, an array
 /// without the id of its element, IcebergCompatV1 on beside V2, IcebergWriterCompatV1
-/// (its RFC) without column mapping `id`.
+/// (its RFC) without column mapping `id`, a field id past 32 bits, a nested id equal to a
+/// column's, a recorded type change Iceberg V2 does not allow, UniForm on with no
+/// compatibility active.
 #[test]
 fn a_uniform_table_that_breaks_an_iceberg_rule_is_refused_by_name() {
-    let cases: [(&str, &Edit, &[&str]); 4] = [
+    let cases: [(&str, &Edit, &[&str]); 8] = [
         (
             "deletion vectors on",
             &|protocol, metadata| {
@@ -357,6 +395,48 @@ fn a_uniform_table_that_breaks_an_iceberg_rule_is_refused_by_name() {
             },
             &["icebergWriterCompatV1", "'id'", "delta.columnMapping.mode"],
         ),
+        (
+            "a column mapping id past 32 bits",
+            &|_, metadata| {
+                edit_field(metadata, "name", |f| {
+                    f["metadata"]["delta.columnMapping.id"] = json!(2_147_483_653_i64);
+                })
+            },
+            &["column 'name'", "2147483653", "Parquet field id"],
+        ),
+        (
+            "a nested id equal to a column mapping id",
+            &|_, metadata| {
+                edit_field(metadata, "tags", |f| {
+                    let ids = f["metadata"]["delta.columnMapping.nested.ids"]
+                        .as_object_mut()
+                        .unwrap();
+                    let key = ids.keys().next().unwrap().clone();
+                    ids.insert(key, json!(1));
+                })
+            },
+            &["of column 'tags'", "column 'id'", "same id 1"],
+        ),
+        (
+            "a type change Iceberg does not allow",
+            &|_, metadata| {
+                edit_field(metadata, "amount", |f| {
+                    f["metadata"]["delta.typeChanges"] =
+                        json!([{"fromType": "decimal(8,1)", "toType": "decimal(10,2)"}]);
+                })
+            },
+            &["'amount'", "decimal(8,1)", "Iceberg V2"],
+        ),
+        (
+            "UniForm on without an active compatibility",
+            &|_, metadata| {
+                metadata["configuration"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("delta.enableIcebergCompatV2");
+            },
+            &["delta.universalFormat.enabledFormats", "neither is"],
+        ),
     ];
     for (case, edit, words) in cases {
         let fixture = Fixture::copy(TABLE);
@@ -392,5 +472,81 @@ fn a_uniform_table_that_breaks_an_iceberg_rule_is_refused_by_name() {
             "{case}: inspect agrees: {:?}",
             report.unsupported_features
         );
+    }
+}
+
+/// `vacuum` deletes nothing when the Iceberg metadata cannot tell which files Iceberg readers
+/// read: a `delta-version` later than the table's, none at all, or a gzip-compressed file;
+/// `metadata/version-hint.text` picks the current file of a file-system table.
+#[test]
+fn vacuum_deletes_nothing_when_the_iceberg_metadata_cannot_say_what_iceberg_reads() {
+    let options = VacuumOptions::default()
+        .with_retain_hours(Some(0.0))
+        .with_short_retention(true);
+    let vacuum = |fixture: &Fixture| {
+        runtime().block_on(delta_layout::vacuum::vacuum(
+            &load(&fixture.location()),
+            &options,
+        ))
+    };
+    for (case, words) in [
+        ("later", &["names Delta version 99", "does not have"][..]),
+        ("none", &["has no property 'delta-version'"][..]),
+        ("gzip", &["gzip-compressed"][..]),
+    ] {
+        let fixture = Fixture::copy(TABLE);
+        let location = fixture.location();
+        let latest = load(&location).version;
+        iceberg_metadata(&fixture, 1, latest);
+        optimize(&location, &OptimizeOptions::default()).unwrap();
+        let bad = iceberg_metadata(&fixture, 2, 99);
+        match case {
+            "none" => std::fs::write(
+                fixture.path.join(&bad),
+                r#"{"format-version": 2, "properties": {}}"#,
+            )
+            .unwrap(),
+            "gzip" => std::fs::rename(
+                fixture.path.join(&bad),
+                fixture.path.join(format!("{bad}.gz")),
+            )
+            .unwrap(),
+            _ => {}
+        }
+        let listing = fixture.listing();
+        let err = vacuum(&fixture).unwrap_err().to_string();
+        for word in words {
+            assert!(err.contains(word), "{case}: {err}");
+        }
+        assert!(
+            err.contains("Iceberg metadata file 'metadata/00002-"),
+            "{case}: {err}"
+        );
+        assert_eq!(fixture.listing(), listing, "{case}: nothing deleted");
+    }
+
+    // A file-system table: the hint names v1, which describes Spark's version; a newer-named
+    // file beside it is not the current one.
+    let fixture = Fixture::copy(TABLE);
+    let location = fixture.location();
+    let spark_files = live_paths(&location);
+    let latest = load(&location).version;
+    let numbered = iceberg_metadata(&fixture, 1, latest);
+    std::fs::rename(
+        fixture.path.join(&numbered),
+        fixture.path.join("metadata/v1.metadata.json"),
+    )
+    .unwrap();
+    std::fs::write(fixture.path.join("metadata/version-hint.text"), "1\n").unwrap();
+    let compaction = optimize(&location, &OptimizeOptions::default()).unwrap();
+    iceberg_metadata(&fixture, 5, compaction.version.unwrap());
+    let report = vacuum(&fixture).unwrap();
+    assert_eq!(
+        report.iceberg.as_ref().unwrap().metadata_file.as_deref(),
+        Some("metadata/v1.metadata.json")
+    );
+    assert!(report.files.is_empty(), "{:?}", report.files);
+    for path in &spark_files {
+        assert!(fixture.path.join(path).exists());
     }
 }
