@@ -168,8 +168,8 @@ fn live_paths(table: &TableView) -> Result<std::collections::HashSet<String>> {
 /// `DeltaTableUtils.isHiddenDirectory` decides for directories and file names alike: a name
 /// starting with `_` or `.`, unless it is a partition directory (`col=`), `_change_data` or
 /// `_delta_index`; and, on a UniForm table ([`crate::table::iceberg::uniform_iceberg`]), a
-/// name `metadata`, where the Iceberg metadata is. (The deltalake planner applies the rule to a path's first character only,
-/// so `p=1/_SUCCESS` or `p=1/.part-0.crc` would go.)
+/// name `metadata`, where the Iceberg metadata is. (The deltalake planner applies the rule
+/// to a path's first character only, so `p=1/_SUCCESS` or `p=1/.part-0.crc` would go.)
 fn is_hidden(name: &str, partition_columns: &[String], iceberg_metadata: bool) -> bool {
     (iceberg_metadata && name == crate::table::iceberg::METADATA_DIRECTORY)
         || (name.starts_with('.') || name.starts_with('_'))

@@ -655,7 +655,15 @@ fn run_inspect(context: &Context, args: args::InspectArgs) -> anyhow::Result<Exi
     let target = config::size(crate::Setting::TargetFileSize, args.target_size.as_deref())?;
     let table = runtime.block_on(crate::table::TableView::load(at(&args.table), args.version))?;
     let mut report = crate::inspect::inspect(&table, target)?;
-    report.iceberg = runtime.block_on(crate::table::iceberg::view(&table))?;
+    // A UniForm table's Iceberg view: one that cannot be read is a warning here (the report
+    // is the log's), and `vacuum`'s refusal.
+    report.iceberg = match runtime.block_on(crate::table::iceberg::view(&table)) {
+        Ok(view) => view,
+        Err(e) => {
+            log::warn!("{e}");
+            None
+        }
+    };
     if args.json {
         // A string first: a closed pipe then surfaces as an io::Error (exit 0).
         writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;

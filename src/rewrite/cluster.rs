@@ -24,8 +24,9 @@
 //! (Arrow IPC, in a temporary directory removed on success and failure; more pieces than
 //! 64 are routed in passes, at most 64 files open at once: `finish`),
 //! and step 5 loads as
-//! many ranges at a time as the budget holds (at least one), each range's rows held once and
-//! gathered in sorted order in chunks, as in memory; there the budget also counts each
+//! many ranges at a time as the budget holds (at least one), each range's rows held once,
+//! each spilled piece cut again into pieces of about [`PIECE_BYTES`] sorted and gathered one
+//! at a time, as in memory; there the budget also counts each
 //! range writer's buffers (the part of its file not uploaded yet, at most 64 MiB: see
 //! [`super::upload`], and a row group). In
 //! memory, rows take at most half the budget (the other half is for the rows being gathered
@@ -603,13 +604,14 @@ impl RangeRun<'_> {
             pending: Vec::new(),
             pending_rows: 0,
         };
+        let piece_bytes = PIECE_BYTES.min(self.context.memory_limit_bytes / PIECES_PER_BUDGET);
         let result = match range {
             RangeRows::Pieces(batches, pieces, joined_bytes) => {
                 write_pieces(&mut out, &batches, pieces, layout.clustering, joined_bytes)
             }
             RangeRows::Spilled(files) => files.into_iter().try_for_each(|file| {
                 file.read()
-                    .and_then(|parts| write_piece(&mut out, parts, router))
+                    .and_then(|parts| write_piece(&mut out, parts, router, piece_bytes))
             }),
         }
         .and_then(|()| out.finish());
@@ -997,34 +999,70 @@ impl Router<'_> {
 }
 
 /// Writes one spilled piece of a range: its rows sorted by key (stable: equal keys keep
-/// their spill order, which is routing order), gathered from the spilled parts in chunks as
-/// the in-memory path gathers them, so the piece's rows are held once. Pieces are key
-/// intervals, so a range's pieces written in order are its rows in sorted order.
+/// their spill order, which is routing order), as the in-memory path writes a range: the
+/// piece cut into pieces of about `piece_bytes` of Arrow memory at quantiles of its own keys,
+/// each part regrouped by them ([`PieceBatch`]), then each sorted and gathered on its own
+/// ([`write_pieces`]), so the rows are held once and each gather reads within a few MiB.
+/// Pieces are key intervals, so a range's pieces written in order are its rows in sorted
+/// order.
 fn write_piece(
     out: &mut RangeOutput<'_>,
     parts: Vec<RecordBatch>,
     router: &Router<'_>,
+    piece_bytes: u64,
 ) -> Result<()> {
     out.check_cancel()?;
     if parts.is_empty() {
         return Ok(());
     }
-    let total: usize = parts.iter().map(RecordBatch::num_rows).sum();
-    let mut rows: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
-    for (b, part) in parts.iter().enumerate() {
-        let keys = out.clock.time(Stage::Keys, || {
-            router.layout.row_keys(part, router.buckets, None)
-        })?;
-        let b = u32::try_from(b).unwrap_or(u32::MAX);
-        rows.extend(
-            keys.into_iter()
-                .enumerate()
-                .map(|(r, key)| (key, b, u32::try_from(r).unwrap_or(u32::MAX))),
-        );
-    }
+    let keys = parts
+        .par_iter()
+        .map(|part| {
+            out.clock.time(Stage::Keys, || {
+                router.layout.row_keys(part, router.buckets, None)
+            })
+        })
+        .collect::<Result<Vec<Vec<u64>>>>()?;
     out.check_cancel()?;
-    let ties = TieBreak::of_batches(&parts, router.layout.clustering)?;
-    write_sorted(out, &parts, &ties, rows)
+    // The piece cut again into pieces of about `piece_bytes`, at quantiles of its own keys,
+    // each part regrouped by them (as in memory, `PieceBatch`): each is then sorted and
+    // gathered within its own few MiB, where gathering the whole spilled piece at once read
+    // at random over all of it (most of an out-of-core run's gather time).
+    let rows: usize = parts.iter().map(RecordBatch::num_rows).sum();
+    let bytes: u64 = parts.iter().map(slice_bytes).sum();
+    let piece_rows = piece_bytes
+        .saturating_mul(rows as u64)
+        .checked_div(bytes)
+        .unwrap_or(u64::MAX)
+        .max(GATHER_ROWS as u64);
+    let num_pieces = usize::try_from((rows as u64).div_ceil(piece_rows))
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let cuts = out.clock.time(Stage::Sort, || {
+        let mut sorted: Vec<u64> = keys.iter().flatten().copied().collect();
+        sorted.par_sort_unstable();
+        range_boundaries(&sorted, num_pieces)
+    });
+    let joined_bytes = u64::try_from(
+        u128::from(piece_rows) * u128::from(JOINED_PIECE_FACTOR) * u128::from(bytes)
+            / (rows.max(1) as u128),
+    )
+    .unwrap_or(u64::MAX);
+    let batches = parts
+        .into_par_iter()
+        .zip(keys)
+        .map(|(part, keys)| {
+            out.clock
+                .time(Stage::Keys, || PieceBatch::of(part, keys, &cuts))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    write_pieces(
+        out,
+        &batches,
+        0..cuts.len() + 1,
+        router.layout.clustering,
+        joined_bytes,
+    )
 }
 
 /// Arrow memory of the rows of one piece of an in-memory range, bytes: a piece's rows are
@@ -1290,51 +1328,6 @@ fn interleave_chunk(
         .map(|&(_, b, r)| (b as usize, r as usize))
         .collect();
     interleave_record_batch(sources, &indices).map_err(|e| Error::arrow("gathering a range", e))
-}
-
-/// Sorts `rows` (key, batch, row) of `batches` by key, stably, orders runs of equal keys by
-/// the clustering columns' values (`ties`), and hands the rows to `out` in that order.
-fn write_sorted(
-    out: &mut RangeOutput<'_>,
-    batches: &[RecordBatch],
-    ties: &TieBreak,
-    mut rows: Vec<(u64, u32, u32)>,
-) -> Result<()> {
-    out.check_cancel()?;
-    if rows.is_empty() {
-        return Ok(());
-    }
-    // Stable, in parallel: a range keeps idle cores busy when there are fewer ranges than
-    // cores. (Timed on this thread: the CPU of the threads helping with the sort counts in
-    // whatever they were timing, or nowhere.)
-    let clock = out.clock;
-    clock.time(Stage::Sort, || rows.par_sort_by_key(|r| r.0));
-    out.check_cancel()?;
-    clock.time(Stage::Sort, || {
-        ties.order_runs(
-            &mut rows,
-            |r| r.0,
-            |r| ties.offsets[r.1 as usize] + r.2 as usize,
-            out.cancel,
-        )
-    })?;
-    let sources: Vec<&RecordBatch> = batches.iter().collect();
-    // Gathering is random access over every batch; a window of chunks is gathered in
-    // parallel (so a range keeps idle cores busy when there are fewer ranges than cores),
-    // then written in order. Each gather call pays a fixed cost per source batch, so chunks
-    // are larger than the writes.
-    let window = GATHER_ROWS * rayon::current_num_threads().max(1) * 2;
-    let cancel = out.cancel;
-    for rows in rows.chunks(window) {
-        let gathered = rows
-            .par_chunks(GATHER_ROWS)
-            .map(|chunk| clock.time(Stage::Gather, || interleave_chunk(&sources, chunk, cancel)))
-            .collect::<Result<Vec<_>>>()?;
-        for batch in gathered {
-            out.push(batch)?;
-        }
-    }
-    Ok(())
 }
 
 /// Cuts that split each range of `boundaries` into pieces expected to hold at most

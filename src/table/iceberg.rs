@@ -127,6 +127,17 @@ pub fn writer_rule_fault(table: &TableView) -> Option<String> {
             "icebergCompatV2 requires icebergCompatV1 inactive, and both are on ({PROP_ICEBERG_COMPAT_V1}, {PROP_ICEBERG_COMPAT_V2})"
         ));
     }
+    let writer_compat = table
+        .protocol
+        .effective_features()
+        .iter()
+        .any(|f| f == "icebergWriterCompatV1")
+        && is_true(&table.properties, PROP_ICEBERG_WRITER_COMPAT_V1);
+    if writer_compat && !active.contains(&IcebergCompat::V2) {
+        return Some(format!(
+            "icebergWriterCompatV1 requires icebergCompatV2 active (the feature in the protocol and {PROP_ICEBERG_COMPAT_V2} true)"
+        ));
+    }
     let Some(&compat) = active.first() else {
         return uniform_iceberg(&table.properties).then(|| {
             format!(

@@ -340,7 +340,7 @@ type Edit = dyn Fn(&mut Value, &mut Value);
 /// compatibility active.
 #[test]
 fn a_uniform_table_that_breaks_an_iceberg_rule_is_refused_by_name() {
-    let cases: [(&str, &Edit, &[&str]); 8] = [
+    let cases: [(&str, &Edit, &[&str]); 9] = [
         (
             "deletion vectors on",
             &|protocol, metadata| {
@@ -394,6 +394,21 @@ fn a_uniform_table_that_breaks_an_iceberg_rule_is_refused_by_name() {
                 metadata["configuration"]["delta.enableIcebergWriterCompatV1"] = json!("true");
             },
             &["icebergWriterCompatV1", "'id'", "delta.columnMapping.mode"],
+        ),
+        (
+            "icebergWriterCompatV1 on without icebergCompatV2",
+            &|protocol, metadata| {
+                protocol["writerFeatures"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!("icebergWriterCompatV1"));
+                metadata["configuration"]["delta.enableIcebergWriterCompatV1"] = json!("true");
+                metadata["configuration"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("delta.enableIcebergCompatV2");
+            },
+            &["icebergWriterCompatV1 requires icebergCompatV2 active"],
         ),
         (
             "a column mapping id past 32 bits",
