@@ -166,7 +166,7 @@ pub fn inspect(table: &TableView, target_file_bytes: Option<u64>) -> Result<Insp
         features: table.protocol.effective_features(),
         unsupported_features: {
             let mut refused = table.protocol.unsupported();
-            refused.extend(crate::table::iceberg::writer_rule_fault(table));
+            refused.extend(table.rule_fault());
             refused
         },
         feature_support: table

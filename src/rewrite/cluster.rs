@@ -186,14 +186,20 @@ fn writer_budget(
 /// pieces under a budget of `memory_limit_bytes`.
 fn ranges_at_once(totals: RowTotals, pieces: usize, memory_limit_bytes: u64) -> usize {
     // Out of core, as many ranges at once as the budget holds (each counted as twice its
-    // piece's memory, the rows once plus keys and gathered chunks, and its writer's
-    // buffers), at least one.
+    // spilled piece's memory, the rows once plus keys, its writer's buffers, and the
+    // windows of the smaller pieces it is gathered in: per thread one joined, one gathered
+    // and one gathered before, being written), at least one.
     let piece_bytes = (totals.arrow_bytes / pieces.max(1) as u64).max(1);
+    let gathered = PIECE_BYTES
+        .min(memory_limit_bytes / PIECES_PER_BUDGET)
+        .min(piece_bytes)
+        .saturating_mul(3 * rayon::current_num_threads().max(1) as u64);
     usize::try_from(
         memory_limit_bytes
             / piece_bytes
                 .saturating_mul(2)
-                .saturating_add(totals.writer_bytes),
+                .saturating_add(totals.writer_bytes)
+                .saturating_add(gathered),
     )
     .unwrap_or(usize::MAX)
     .max(1)
@@ -1186,7 +1192,8 @@ fn slice_bytes(batch: &RecordBatch) -> u64 {
 /// a window of pieces (one per thread) is sorted and gathered in parallel, each on its own
 /// ([`sorted_piece`]; a piece of more than `joined_bytes` Arrow bytes from its slices),
 /// then written in order while the next window is gathered. The rows handed to `out` are those
-/// [`write_sorted`] would hand it for the whole range: pieces are key intervals, and a
+/// sorting the whole range would hand it (by key, then the clustering columns' values, then
+/// routing order): pieces are key intervals, and a
 /// piece's rows keep their routing order among equal keys.
 fn write_pieces(
     out: &mut RangeOutput<'_>,

@@ -389,7 +389,8 @@ fn small_integers(data_type: &DataType) -> bool {
 }
 
 /// The first column of `schema` of a type `compat` does not allow, as a message: V1 blocks
-/// arrays, maps and void; V2 allows only byte, short, integer, long, float, double, decimal,
+/// arrays, maps and void (and variant, which no Iceberg version before V3 has); V2 allows
+/// only byte, short, integer, long, float, double, decimal,
 /// string, binary, boolean, timestamp, timestamp_ntz, date, array, map and struct.
 fn first_type_fault(schema: &StructType, compat: IcebergCompat) -> Option<String> {
     fn allowed(data_type: &DataType, compat: IcebergCompat) -> bool {

@@ -754,16 +754,26 @@ impl TableView {
     /// [`Error::BrokenFeatureRule`] naming the rule the table breaks.
     pub fn check_writable(&self) -> Result<()> {
         self.protocol.check_writable(&self.display_location())?;
-        let ids = (self.column_mapping != ColumnMappingMode::None)
-            .then(|| schema::field_ids_fault(&self.schema, false))
-            .flatten();
-        match ids.or_else(|| iceberg::writer_rule_fault(self)) {
+        match self.rule_fault() {
             None => Ok(()),
             Some(rule) => Err(Error::BrokenFeatureRule {
                 table: self.display_location(),
                 rule,
             }),
         }
+    }
+
+    /// The first rule of its table features the table breaks, so that no file written into
+    /// it could keep the rule: under column mapping, field ids a Parquet file cannot carry
+    /// ([`schema::field_ids_fault`]); with IcebergCompatV1 or V2 active, their writer rules
+    /// ([`iceberg::writer_rule_fault`]). `None` when there is none. `inspect` lists it,
+    /// [`TableView::check_writable`] refuses it.
+    #[must_use]
+    pub fn rule_fault(&self) -> Option<String> {
+        (self.column_mapping != ColumnMappingMode::None)
+            .then(|| schema::field_ids_fault(&self.schema, false))
+            .flatten()
+            .or_else(|| iceberg::writer_rule_fault(self))
     }
 
     /// Whether new data files must hold the partition columns: the

@@ -333,7 +333,7 @@ fn physical_field(field: &StructField, mode: ColumnMappingMode) -> Result<Field>
     let nested = if mode == ColumnMappingMode::None {
         NestedIds::default()
     } else {
-        NestedIds::of(field)?
+        NestedIds::of(field)
     };
     let data_type = arrow_type(field.data_type(), mode, &nested, &name)?;
     let mut out = Field::new(name, data_type, field.is_nullable());
@@ -358,22 +358,16 @@ fn field_id_metadata(id: i64) -> HashMap<String, String> {
 struct NestedIds(BTreeMap<String, i64>);
 
 impl NestedIds {
-    /// The nested ids `field` declares; none when it declares none.
-    ///
-    /// # Errors
-    /// [`Error::Internal`] for ids that do not parse: tables are checked by
-    /// [`field_ids_fault`] before any rewrite ([`crate::table::TableView::check_writable`]).
-    fn of(field: &StructField) -> Result<Self> {
-        let Some(value) = field
+    /// The nested ids `field` declares; none when it declares none or they do not parse
+    /// (read-only commands read such a table as before; every rewrite refuses it first:
+    /// [`field_ids_fault`] in [`crate::table::TableView::check_writable`]).
+    fn of(field: &StructField) -> Self {
+        field
             .metadata()
             .get(NESTED_IDS_KEY)
             .or_else(|| field.metadata().get(LEGACY_NESTED_IDS_KEY))
-        else {
-            return Ok(Self::default());
-        };
-        parse_nested_ids(value)
-            .map(Self)
-            .map_err(|reason| Error::Internal(format!("column '{}': {reason}", field.name())))
+            .and_then(|value| parse_nested_ids(value).ok())
+            .map_or_else(Self::default, Self)
     }
 
     fn field(&self, name: &str, data_type: ArrowType, nullable: bool, path: &str) -> Field {
@@ -407,14 +401,14 @@ fn parse_nested_ids(
         .collect()
 }
 
-/// The first fault of `schema`'s field ids, as a message naming the column: a
-/// `delta.columnMapping.id` or an id of `delta.columnMapping.nested.ids` that a Parquet field
-/// id cannot hold (1 to 2^31 - 1; Delta assigns them from 1), or a nested-id map that is not
-/// a map of integers. With `iceberg` (IcebergCompatV2 active), also: a field without an id,
-/// an array or map whose `element`, `key` or `value` has no id in its nearest struct field's
-/// map, and an id used twice ("These identifiers must be unique and different from those
-/// used in Column Mapping", PROTOCOL.md "Writer Requirements for IcebergCompatV2"). `None`
-/// when there is none.
+/// The first fault of `schema`'s field ids, as a message naming the column (its dotted
+/// logical path): a `delta.columnMapping.id` or an id of `delta.columnMapping.nested.ids` that
+/// a Parquet field id (a 32-bit integer) cannot hold, or a nested-id map that is not a map of
+/// integers. With `iceberg` (IcebergCompatV2 active), also: a field without an id, an array
+/// or map whose `element`, `key` or `value` has no id in its nearest struct field's map, and
+/// an id used twice ("These identifiers must be unique and different from those used in
+/// Column Mapping", PROTOCOL.md "Writer Requirements for IcebergCompatV2"). `None` when there
+/// is none.
 #[must_use]
 pub fn field_ids_fault(schema: &StructType, iceberg: bool) -> Option<String> {
     struct Walk {
@@ -423,10 +417,9 @@ pub fn field_ids_fault(schema: &StructType, iceberg: bool) -> Option<String> {
     }
     impl Walk {
         fn id(&mut self, id: i64, what: String) -> Option<String> {
-            if !(1..=i64::from(i32::MAX)).contains(&id) {
+            if i32::try_from(id).is_err() {
                 return Some(format!(
-                    "{what} has id {id}, which a Parquet field id cannot hold (1 to {})",
-                    i32::MAX
+                    "{what} has id {id}, which a Parquet field id (a 32-bit integer) cannot hold"
                 ));
             }
             if self.iceberg
@@ -443,8 +436,9 @@ pub fn field_ids_fault(schema: &StructType, iceberg: bool) -> Option<String> {
             data_type: &DataType,
             ids: &BTreeMap<String, i64>,
             key: &str,
-            column: &str,
+            path: &[String],
         ) -> Option<String> {
+            let column = crate::column::format_path(path);
             let need = |walk: &mut Self, key: String| match ids.get(&key) {
                 Some(&id) => walk.id(id, format!("'{key}' of column '{column}'")),
                 None if walk.iceberg => Some(format!(
@@ -455,21 +449,23 @@ pub fn field_ids_fault(schema: &StructType, iceberg: bool) -> Option<String> {
             match data_type {
                 DataType::Array(a) => {
                     let k = format!("{key}.element");
-                    need(self, k.clone()).or_else(|| self.nested(&a.element_type, ids, &k, column))
+                    need(self, k.clone()).or_else(|| self.nested(&a.element_type, ids, &k, path))
                 }
                 DataType::Map(m) => {
                     let (k, v) = (format!("{key}.key"), format!("{key}.value"));
                     need(self, k.clone())
                         .or_else(|| need(self, v.clone()))
-                        .or_else(|| self.nested(&m.key_type, ids, &k, column))
-                        .or_else(|| self.nested(&m.value_type, ids, &v, column))
+                        .or_else(|| self.nested(&m.key_type, ids, &k, path))
+                        .or_else(|| self.nested(&m.value_type, ids, &v, path))
                 }
-                DataType::Struct(s) => s.fields().find_map(|f| self.field(f)),
+                DataType::Struct(s) => s.fields().find_map(|f| self.field(f, path)),
                 _ => None,
             }
         }
-        fn field(&mut self, field: &StructField) -> Option<String> {
-            let column = field.name().clone();
+        fn field(&mut self, field: &StructField, parent: &[String]) -> Option<String> {
+            let mut path = parent.to_vec();
+            path.push(field.name().clone());
+            let column = crate::column::format_path(&path);
             match field.metadata().get(FIELD_ID_KEY) {
                 Some(deltalake::kernel::MetadataValue::Number(n)) => {
                     if let Some(fault) = self.id(*n, format!("column '{column}'")) {
@@ -500,14 +496,14 @@ pub fn field_ids_fault(schema: &StructType, iceberg: bool) -> Option<String> {
                 },
             };
             let physical = physical_name(field, ColumnMappingMode::Name);
-            self.nested(field.data_type(), &ids, &physical, &column)
+            self.nested(field.data_type(), &ids, &physical, &path)
         }
     }
     let mut walk = Walk {
         iceberg,
         seen: BTreeMap::new(),
     };
-    schema.fields().find_map(|f| walk.field(f))
+    schema.fields().find_map(|f| walk.field(f, &[]))
 }
 
 /// The Arrow type of `data_type`; `path` is the nested-id path of this position (the nearest
