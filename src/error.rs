@@ -164,7 +164,11 @@ pub enum Error {
     /// A UniForm table's Iceberg metadata (`metadata/*.metadata.json`) cannot tell which
     /// Delta version Iceberg readers read: not readable as JSON, no `delta-version`, a version
     /// the table does not have, or one whose log is gone. `vacuum` deletes nothing then.
-    #[error("table '{table}': Iceberg metadata file '{file}' {message}")]
+    #[error(
+        "table '{table}': Iceberg metadata file '{file}' {message}; vacuum deletes nothing \
+         while it is so (the next Delta writer with UniForm on writes a newer one; a file that \
+         is not Delta's converter's does not belong in metadata/)"
+    )]
     IcebergMetadata {
         /// The table location.
         table: String,

@@ -109,6 +109,10 @@ pub struct VacuumReport {
     /// Delta version were kept, and the `metadata` directory was not touched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iceberg: Option<crate::table::iceberg::IcebergView>,
+    /// The Delta versions older than `version` whose files were kept for Iceberg readers
+    /// (those the current Iceberg metadata file and the one before it name), ascending.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub iceberg_versions_kept: Vec<u64>,
 }
 
 /// A path with every percent escape decoded, repeatedly: the planner, the log and the
@@ -281,6 +285,7 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         .collect();
     kept_versions.sort_by_key(|(_, v)| *v);
     kept_versions.dedup_by_key(|(_, v)| *v);
+    let iceberg_versions_kept: Vec<u64> = kept_versions.iter().map(|(_, v)| *v).collect();
     for (file, v) in kept_versions {
         let read = TableView::load(table.source.clone(), Some(v))
             .await
@@ -320,6 +325,7 @@ pub async fn vacuum(table: &TableView, options: &VacuumOptions) -> Result<Vacuum
         bytes: files.iter().map(|f| f.size_bytes).sum(),
         files,
         iceberg,
+        iceberg_versions_kept,
     })
 }
 

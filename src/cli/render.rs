@@ -817,8 +817,20 @@ pub fn vacuum(out: &mut impl Write, r: &crate::vacuum::VacuumReport) -> io::Resu
     match &r.iceberg {
         Some(iceberg) => writeln!(
             out,
-            "uniform: {}; metadata/ is Iceberg's and was left alone",
-            iceberg.statement(r.version)
+            "uniform: {}; {}metadata/ is Iceberg's and was left alone",
+            iceberg.statement(r.version),
+            if r.iceberg_versions_kept.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "the files of version {} were kept for Iceberg readers (the current Iceberg metadata file and the one before it name them); ",
+                    r.iceberg_versions_kept
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                )
+            }
         ),
         None => Ok(()),
     }

@@ -651,7 +651,7 @@ fn delta_version(json: &serde_json::Value) -> std::result::Result<u64, String> {
         .and_then(|p| p.get(DELTA_VERSION_PROPERTY))
         .ok_or_else(|| {
             format!(
-                "has no property '{DELTA_VERSION_PROPERTY}', so the Delta version Iceberg readers read is unknown (was it written by Delta's UniForm converter?)"
+                "has no property '{DELTA_VERSION_PROPERTY}' (Delta's UniForm converter writes it into every metadata file), so the Delta version Iceberg readers read is unknown"
             )
         })?;
     value

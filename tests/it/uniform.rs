@@ -274,6 +274,7 @@ fn a_uniform_table_is_rewritten_by_the_iceberg_rules_and_its_iceberg_files_are_k
         .collect();
     assert_eq!(deleted, decoded, "only the compaction's files go");
     assert_eq!(report.iceberg.as_ref().unwrap().delta_version, Some(latest));
+    assert_eq!(report.iceberg_versions_kept, [latest - 1, latest]);
     for path in &spark_files {
         assert!(fixture.path.join(path).exists(), "{path} is Iceberg's");
     }
